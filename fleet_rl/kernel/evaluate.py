@@ -1,0 +1,198 @@
+"""Public scoring entry points: ``evaluate`` (one plan), ``evaluate_batch`` (many) and ``solve``.
+
+Both scoring paths encode plans to rows, run one vectorised ``simulate`` and one ``job_values``, and sum
+job values per plan with ``np.bincount``, so a plan gets bit-identical results alone or in a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.kernel.constants import (
+    FP8,
+    INT8,
+    OK,
+    STATUSES,
+    TRAIN,
+    UNSTABLE_FORMAT,
+    UNSUPPORTED,
+)
+from fleet_rl.kernel.encode import RowBuffer, encode_plan
+from fleet_rl.kernel.evaluation import Evaluation, JobResult
+from fleet_rl.kernel.job_table import JobTable
+from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
+from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
+
+
+@dataclass(frozen=True)
+class ScoredBatch:
+    """Array form of a batch's results, before ``Evaluation`` objects are built."""
+
+    table: JobTable
+    rows: PlanRows
+    results: RowResults
+    values: np.ndarray  # (R,)
+    objective: np.ndarray  # (P,)
+    valid: np.ndarray  # (P,) bool
+    score: np.ndarray  # (P,)
+    plan_reasons: list[list[str]]
+
+
+def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) -> ScoredBatch:
+    """Encode, simulate and score ``plans[i]`` against ``solved_list[i]`` (arrays only)."""
+    distinct: dict[int, int] = {}
+    tables, references, offsets, optimal = [], [], [], []
+    offset = 0
+    for solved in solved_list:
+        if id(solved) not in distinct:
+            distinct[id(solved)] = len(tables)
+            tables.append(solved.table)
+            references.append(solved.reference_tokens_per_s)
+            offsets.append(offset)
+            offset += solved.table.num_jobs
+    buffer = RowBuffer()
+    plan_reasons = []
+    for solved, plan in zip(solved_list, plans, strict=True):
+        k = distinct[id(solved)]
+        optimal.append(solved.optimal_objective)
+        default_kv = solved.default_kv
+        plan_reasons.append(
+            encode_plan(plan, solved.job_index, offsets[k], solved.gpu_count, default_kv, buffer)
+        )
+    table = tables[0] if len(tables) == 1 else JobTable.concatenate(tables)
+    reference = np.concatenate(references) if references else np.zeros(0)
+    rows = buffer.to_rows()
+    results = simulate(table, rows)
+    values = job_values(table, rows, results, reference)
+    sizes = [solved.table.num_jobs for solved in solved_list]
+    plan_of_row = np.repeat(np.arange(len(sizes)), sizes)
+    objective = np.bincount(plan_of_row, weights=values, minlength=len(sizes))
+    valid = np.array([not reasons for reasons in plan_reasons], dtype=bool)
+    objective = np.where(valid, objective, 0.0)
+    optimal_objective = np.array(optimal, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(optimal_objective > 0, objective / optimal_objective, 1.0)
+    score = np.where(valid, np.clip(ratio, 0.0, 1.0), 0.0)
+    return ScoredBatch(table, rows, results, values, objective, valid, score, plan_reasons)
+
+
+def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: str) -> str | None:
+    """Why a job is not ok, as "code: text" (None when ok or invalid, whose reason is plan-level)."""
+    status = int(scored.results.status[row])
+    table, rows = scored.table, scored.rows
+    j = int(rows.job[row])
+    gpu = solved.gpu_name
+    if status in (OK, STATUSES.index("invalid")):
+        return None
+    if status == STATUSES.index("unallocated"):
+        return f"unallocated: job '{job_id}' has no GPUs"
+    if status == STATUSES.index("oom"):
+        need = scored.results.memory_per_gpu_bytes[row] / 1e9
+        have = table.memory_capacity_bytes[j] / 1e9
+        return f"oom: job '{job_id}' needs {need:.1f} GB per GPU, a {gpu} has {have:.1f} GB"
+    precision = [PRECISIONS[int(code)] for code in rows.precision[row]]
+    kind = int(table.kind[j])
+    if status == UNSUPPORTED:
+        missing = sorted({p for p in precision if not table.supported[j, PRECISIONS.index(p)]})
+        if kind == TRAIN and (rows.precision[row] >= INT8).any():
+            return f"unsupported: job '{job_id}' trains weights in a weight-only integer format"
+        if missing:
+            return f"unsupported: the {gpu} has no native {', '.join(missing)} (job '{job_id}')"
+        if int(table.num_heads[j]) % int(rows.tensor_parallel[row]):
+            heads, tp = int(table.num_heads[j]), int(rows.tensor_parallel[row])
+            return f"unsupported: job '{job_id}' cannot split {heads} attention heads over tensor_parallel {tp}"
+        return f"unsupported: the {gpu} has no native {PRECISIONS[int(rows.kv_cache[row])]} KV cache (job '{job_id}')"
+    unstable_groups = [
+        group for k, group in enumerate(MODULE_GROUPS) if UNSTABLE_FORMAT[kind, k, int(rows.precision[row, k])]
+    ]
+    if unstable_groups:
+        names = ", ".join(f"{g}={precision[MODULE_GROUPS.index(g)]}" for g in unstable_groups)
+        fp8_training = kind == TRAIN and FP8 in rows.precision[row]
+        hint = " (fp8 is for attention/mlp GEMMs only)" if fp8_training else ""
+        return f"unstable: job '{job_id}' diverges with {names}{hint}"
+    loss = scored.results.quality_loss[row]
+    return (
+        f"unstable: job '{job_id}' loses {loss:.2%} quality, over its max_quality_loss "
+        f"{table.max_quality_loss[j]:.2%}"
+    )
+
+
+def _evaluations(solved_list: Sequence[SolvedScenario], scored: ScoredBatch) -> list[Evaluation]:
+    out = []
+    row = 0
+    results = scored.results
+    for i, solved in enumerate(solved_list):
+        jobs, reasons = [], list(scored.plan_reasons[i])
+        capacity_gb = solved.table.memory_capacity_bytes[0] / 1e9
+        for job_id in solved.job_ids:
+            reason = _job_reason(solved, scored, row, job_id)
+            if reason is not None:
+                reasons.append(reason)
+            jobs.append(
+                JobResult(
+                    id=job_id,
+                    status=STATUSES[int(results.status[row])],
+                    gpus=int(scored.rows.gpus[row]),
+                    tensor_parallel=int(scored.rows.tensor_parallel[row]),
+                    memory_per_gpu_gb=float(results.memory_per_gpu_bytes[row] / 1e9),
+                    memory_capacity_gb=float(capacity_gb),
+                    tokens_per_s=float(results.tokens_per_s[row]),
+                    quality_loss=float(results.quality_loss[row]),
+                    power_w=float(results.power_w[row]),
+                    value=float(scored.values[row]),
+                )
+            )
+            row += 1
+        out.append(
+            Evaluation(
+                score=float(scored.score[i]),
+                objective=float(scored.objective[i]),
+                valid=bool(scored.valid[i]),
+                reasons=reasons,
+                jobs=jobs,
+                optimal_objective=float(solved.optimal_objective),
+            )
+        )
+    return out
+
+
+def evaluate(scenario, plan: object) -> Evaluation:
+    """Score one plan (dict, JSON text, ``Plan``, or anything else) against ``scenario``. Never raises on
+    a bad plan: it returns ``valid=False`` with reason codes."""
+    solved = solve_scenario(scenario)
+    return _evaluations([solved], score_batch([solved], [plan]))[0]
+
+
+def evaluate_batch(scenarios_or_one, plans: Sequence[object]) -> list[Evaluation]:
+    """Score many plans at once: one scenario for all, or one scenario per plan. Identical, item by item,
+    to ``evaluate``."""
+    plans = list(plans)
+    if hasattr(scenarios_or_one, "jobs"):
+        scenarios = [scenarios_or_one] * len(plans)
+    else:
+        scenarios = list(scenarios_or_one)
+        if len(scenarios) != len(plans):
+            raise ValueError(f"got {len(scenarios)} scenarios for {len(plans)} plans; pass one or one per plan")
+    solved_list = [solve_scenario(scenario) for scenario in scenarios]
+    if not plans:
+        return []
+    return _evaluations(solved_list, score_batch(solved_list, plans))
+
+
+def solve(scenario) -> Evaluation:
+    """The exact optimum: an ``Evaluation`` of the best plan, with ``.plan`` set and ``.score == 1.0``."""
+    solved = solve_scenario(scenario)
+    evaluation = evaluate(scenario, solved.optimal_plan)
+    return Evaluation(
+        score=evaluation.score,
+        objective=evaluation.objective,
+        valid=evaluation.valid,
+        reasons=evaluation.reasons,
+        jobs=evaluation.jobs,
+        optimal_objective=evaluation.optimal_objective,
+        plan=solved.optimal_plan,
+    )

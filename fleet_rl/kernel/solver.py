@@ -1,0 +1,236 @@
+"""The exact optimum of a scenario: enumerate each job's options, prune dominated ones, knapsack over GPUs.
+
+Why this is exact. The objective is a sum of per-job values, and a job's value depends only on its own
+options and GPU count, so a knapsack DP over GPU counts across jobs is exact given each job's best value
+per GPU count. Per job, we enumerate every (gpus, tensor_parallel, micro-batch, checkpointing, KV format)
+of the schema, times precision maps. Precision maps are pruned per module group: a group's format enters
+the simulation only through additive per-parameter costs (stored bytes, streamed bytes, seconds per GEMM
+FLOP, weighted quality error, fp8 cache bytes), and the value never improves when any of these grows; so a
+format that is no better on every cost than another format of the same group can never be needed in an
+optimum (ties keep the first in ``PRECISIONS`` order, which gives identical results). Formats that can
+never be ``ok`` (unsupported on the GPU, integer formats for trained weights, unstable groups) are
+dropped too. ``tests/kernel/test_solver.py`` checks the result against brute force on small scenarios.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.kernel.constants import (
+    BYTES_PER_PARAM,
+    FP8,
+    INT8,
+    KV_BYTES_PER_ELEMENT,
+    KV_QUALITY_ERROR,
+    OK,
+    QUALITY_ERROR,
+    SERVE,
+    TRAIN,
+    UNSTABLE_FORMAT,
+)
+from fleet_rl.kernel.encode import RowBuffer, encode_plan
+from fleet_rl.kernel.job_table import JobTable, build_job_table
+from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """Every undominated option of one job, simulated. Shape (R,) per field."""
+
+    rows: PlanRows
+    tokens_per_s: np.ndarray
+    ok: np.ndarray
+
+
+def _undominated(costs: np.ndarray) -> list[int]:
+    """Indices of rows of ``costs`` (N, K) that no other row beats or ties on every column (first tie kept)."""
+    keep = []
+    for i in range(costs.shape[0]):
+        no_worse = (costs <= costs[i]).all(axis=1)
+        strictly_better = no_worse & (costs < costs[i]).any(axis=1)
+        earlier_tie = no_worse & ~strictly_better & (np.arange(costs.shape[0]) < i)
+        if not (strictly_better.any() or earlier_tie.any()):
+            keep.append(i)
+    return keep
+
+
+def group_candidates(table: JobTable, job: int) -> list[list[int]]:
+    """Per module group, the precision codes that may appear in an optimal plan for ``job``."""
+    kind = int(table.kind[job])
+    candidates = []
+    for group in range(len(MODULE_GROUPS)):
+        codes = [
+            p
+            for p in range(len(PRECISIONS))
+            if table.supported[job, p]
+            and not (kind == TRAIN and p >= INT8)
+            and not UNSTABLE_FORMAT[kind, group, p]
+        ]
+        stored = table.params_stored[job, group] > 0
+        held = stored or table.params_gemm[job, group] > 0
+        multiplied = table.params_gemm[job, group] > 0
+        weighted = table.quality_weight[job, group] > 0
+        costs = np.array(
+            [
+                [
+                    float(p == FP8) * stored if kind == TRAIN else BYTES_PER_PARAM[p] * stored,
+                    BYTES_PER_PARAM[p] * held,
+                    (1.0 / table.effective_flops[job, p]) * multiplied,
+                    QUALITY_ERROR[kind, p] * weighted,
+                ]
+                for p in codes
+            ]
+        ).reshape(len(codes), 4)
+        candidates.append([codes[i] for i in _undominated(costs)])
+    return candidates
+
+
+def kv_candidates(table: JobTable, job: int) -> list[int]:
+    """KV-cache formats worth trying: only serving reads them; smaller and more exact is better."""
+    if table.kind[job] != SERVE:
+        return [int(table.default_kv[job])]
+    codes = [p for p in range(len(PRECISIONS)) if table.supported[job, p]]
+    costs = np.array([[KV_BYTES_PER_ELEMENT[p], KV_QUALITY_ERROR[p]] for p in codes])
+    return [codes[i] for i in _undominated(costs)]
+
+
+def enumerate_job_options(table: JobTable, job: int) -> tuple[JobOptions, RowResults]:
+    """Simulate the product of all undominated choices for one job (vectorised)."""
+    count = int(table.gpu_count[job])
+    heads = int(table.num_heads[job])
+    placements = [
+        (g, tp) for g in range(1, count + 1) for tp in TENSOR_PARALLEL_SIZES if g % tp == 0 and heads % tp == 0
+    ]
+    serve = table.kind[job] == SERVE
+    micro_batches = (1,) if serve else MICRO_BATCH_SIZES
+    checkpointing = (False,) if serve else (False, True)
+    precision_maps = np.array(list(itertools.product(*group_candidates(table, job))), dtype=np.int64)
+    kvs = kv_candidates(table, job)
+    # index grids over (placement, precision map, micro-batch, checkpointing, kv)
+    shape = (len(placements), len(precision_maps), len(micro_batches), len(checkpointing), len(kvs))
+    grid = np.indices(shape).reshape(len(shape), -1)
+    placement = np.array(placements, dtype=np.int64)[grid[0]]
+    rows = PlanRows(
+        job=np.full(grid.shape[1], job, dtype=np.int64),
+        gpus=placement[:, 0],
+        tensor_parallel=placement[:, 1],
+        precision=precision_maps[grid[1]],
+        micro_batch_size=np.array(micro_batches, dtype=np.int64)[grid[2]],
+        activation_checkpointing=np.array(checkpointing, dtype=bool)[grid[3]],
+        kv_cache=np.array(kvs, dtype=np.int64)[grid[4]],
+        invalid=np.zeros(grid.shape[1], dtype=bool),
+    )
+    results = simulate(table, rows)
+    return JobOptions(rows=rows, tokens_per_s=results.tokens_per_s, ok=results.status == OK), results
+
+
+def _knapsack(best_value: np.ndarray, gpu_count: int) -> list[int]:
+    """GPU counts per job maximising Σ best_value[j, g_j] with Σ g_j ≤ gpu_count (best_value[:, 0] = 0)."""
+    num_jobs = best_value.shape[0]
+    total = np.zeros((num_jobs + 1, gpu_count + 1))
+    choice = np.zeros((num_jobs, gpu_count + 1), dtype=np.int64)
+    for j in range(num_jobs):
+        for capacity in range(gpu_count + 1):
+            candidates = total[j, capacity - np.arange(capacity + 1)] + best_value[j, : capacity + 1]
+            choice[j, capacity] = int(np.argmax(candidates))
+            total[j + 1, capacity] = candidates[choice[j, capacity]]
+    counts, capacity = [], gpu_count
+    for j in reversed(range(num_jobs)):
+        counts.append(int(choice[j, capacity]))
+        capacity -= counts[-1]
+    return counts[::-1]
+
+
+@dataclass(frozen=True)
+class SolvedScenario:
+    """What scoring a plan needs about its scenario, computed once and cached."""
+
+    table: JobTable
+    job_ids: tuple[str, ...]
+    job_index: dict
+    reference_tokens_per_s: np.ndarray  # (J,) best tokens/s of each job alone on the cluster (nan: never ok)
+    optimal_plan: dict
+    optimal_objective: float  # objective of optimal_plan, computed exactly as ``evaluate`` computes it
+    optimal_value_by_gpus: np.ndarray  # (J, count+1) best value of each job per GPU count (-inf: none ok)
+    gpu_name: str
+    gpu_count: int
+    default_kv: list[int]  # per job: the KV format a plan gets when it names none
+
+
+def _row_to_job_plan(job_id: str, rows: PlanRows, i: int, serve: bool) -> dict:
+    plan = {
+        "id": job_id,
+        "gpus": int(rows.gpus[i]),
+        "tensor_parallel": int(rows.tensor_parallel[i]),
+        "precision": {g: PRECISIONS[int(rows.precision[i, k])] for k, g in enumerate(MODULE_GROUPS)},
+    }
+    if serve:
+        plan["kv_cache"] = PRECISIONS[int(rows.kv_cache[i])]
+    else:
+        plan["micro_batch_size"] = int(rows.micro_batch_size[i])
+        plan["activation_checkpointing"] = bool(rows.activation_checkpointing[i])
+    return plan
+
+
+@functools.lru_cache(maxsize=4096)
+def solve_scenario(scenario) -> SolvedScenario:
+    """Enumerate, prune and knapsack (see module docstring); cached per (hashable, frozen) scenario."""
+    table = build_job_table(scenario)
+    count = scenario.cluster.count
+    reference = np.full(table.num_jobs, np.nan)
+    best_value = np.full((table.num_jobs, count + 1), -np.inf)
+    best_value[:, 0] = 0.0
+    best_row: list[dict[int, int]] = []
+    simulated = [enumerate_job_options(table, j) for j in range(table.num_jobs)]
+    for j, (job_options, _) in enumerate(simulated):
+        if job_options.ok.any():
+            reference[j] = job_options.tokens_per_s[job_options.ok].max()
+    for j, (job_options, results) in enumerate(simulated):
+        rows = job_options.rows
+        values = job_values(table, rows, results, reference)
+        rows_best: dict[int, int] = {}
+        for g in range(1, count + 1):
+            candidates = np.flatnonzero(job_options.ok & (rows.gpus == g))
+            if candidates.size:
+                rows_best[g] = int(candidates[np.argmax(values[candidates])])
+                best_value[j, g] = values[rows_best[g]]
+        best_row.append(rows_best)
+    options = [job_options for job_options, _ in simulated]
+    counts = _knapsack(best_value, count)
+    jobs = []
+    for j, g in enumerate(counts):
+        job_id = scenario.jobs[j].id
+        if g == 0:
+            sixteen = PRECISIONS[int(table.default_kv[j])]
+            jobs.append({"id": job_id, "gpus": 0, "tensor_parallel": 1,
+                         "precision": dict.fromkeys(MODULE_GROUPS, sixteen)})
+        else:
+            jobs.append(_row_to_job_plan(job_id, options[j].rows, best_row[j][g], table.kind[j] == SERVE))
+    ids = tuple(job.id for job in scenario.jobs)
+    job_index = {job_id: i for i, job_id in enumerate(ids)}
+    default_kv = [int(code) for code in table.default_kv]
+    optimal_plan = {"jobs": jobs}
+    buffer = RowBuffer()
+    reasons = encode_plan(optimal_plan, job_index, 0, count, default_kv, buffer)
+    assert not reasons, reasons
+    rows = buffer.to_rows()
+    values = job_values(table, rows, simulate(table, rows), reference)
+    optimal_objective = float(np.bincount(np.zeros(len(ids), dtype=np.int64), weights=values, minlength=1)[0])
+    return SolvedScenario(
+        table=table,
+        job_ids=ids,
+        job_index=job_index,
+        reference_tokens_per_s=reference,
+        optimal_plan=optimal_plan,
+        optimal_objective=optimal_objective,
+        optimal_value_by_gpus=best_value,
+        gpu_name=scenario.cluster.gpu,
+        gpu_count=count,
+        default_kv=default_kv,
+    )
