@@ -12,7 +12,9 @@ from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 
 KINDS: tuple[str, ...] = ("train", "lora", "serve")
 TRAIN, LORA, SERVE = 0, 1, 2
-FP32, BF16, FP16, FP8, INT8, INT4 = (PRECISIONS.index(p) for p in ("fp32", "bf16", "fp16", "fp8", "int8", "int4"))
+FP32, BF16, FP16, FP8, INT8, INT4 = (
+    PRECISIONS.index(p) for p in ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+)
 EMBEDDING, ATTENTION, MLP, NORM, LM_HEAD = (MODULE_GROUPS.index(g) for g in MODULE_GROUPS)
 
 STATUSES: tuple[str, ...] = ("ok", "oom", "unsupported", "unstable", "invalid", "unallocated")
@@ -102,7 +104,7 @@ UNSTABLE_FORMAT[TRAIN, [EMBEDDING, NORM, LM_HEAD], FP8] = True
 UNSTABLE_FORMAT[:, NORM, [FP8, INT8, INT4]] = True
 
 # --- Objective (product choices, not physics) ----------------------------------------------------------
-# A job's value = priority · (tokens/s ÷ the best tokens/s it could reach alone on the cluster)^UTILITY_EXPONENT
+# A job's value = priority · (tokens/s ÷ the best tokens/s it reaches alone on the cluster)^UTILITY_EXPONENT
 #                 · max(0, 1 − QUALITY_PENALTY · quality_loss) − ENERGY_PENALTY · power_w / cluster TDP.
 # The exponent < 1 gives diminishing returns (α-fair utility with α = 0.5, Mo & Walrand 2000): without it,
 # throughput that grows linearly with GPUs makes "every GPU to the top-priority job" optimal everywhere.

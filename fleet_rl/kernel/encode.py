@@ -17,7 +17,14 @@ from fleet_rl.kernel.simulate import PlanRows
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
 
 PRECISION_CODE = {name: code for code, name in enumerate(PRECISIONS)}
-_PARSE_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, RecursionError, TypeError, ValueError, OverflowError)
+_PARSE_ERRORS = (
+    msgspec.ValidationError,
+    msgspec.DecodeError,
+    RecursionError,
+    TypeError,
+    ValueError,
+    OverflowError,
+)
 
 
 @dataclass
@@ -54,14 +61,23 @@ def parse_plan_object(plan: object) -> tuple[Plan | None, str | None]:
         if isinstance(plan, (str, bytes, bytearray)):
             return plan_from_json(bytes(plan) if isinstance(plan, bytearray) else plan), None
         if not isinstance(plan, dict):
-            return None, f"not_an_object: a plan is a JSON object with a 'jobs' list, got {type(plan).__name__}"
+            return (
+                None,
+                f"not_an_object: a plan is a JSON object with a 'jobs' list, got {type(plan).__name__}",
+            )
         return plan_from_object(plan), None
     except _PARSE_ERRORS as error:
         return None, f"schema: {str(error)[:300]}"
 
 
-def encode_plan(plan: object, job_index: dict[str, int], job_offset: int, gpu_count: int,
-                default_kv: list[int], buffer: RowBuffer) -> list[str]:
+def encode_plan(
+    plan: object,
+    job_index: dict[str, int],
+    job_offset: int,
+    gpu_count: int,
+    default_kv: list[int],
+    buffer: RowBuffer,
+) -> list[str]:
     """Append one row per scenario job (in scenario order) to ``buffer``; return the plan-level reasons.
 
     ``job_index`` maps the scenario's job ids to 0..J-1; rows refer to table index ``job_offset + i``.
@@ -98,7 +114,9 @@ def encode_plan(plan: object, job_index: dict[str, int], job_offset: int, gpu_co
         total_gpus += gpus
         mismatch = gpus > 0 and gpus % tp != 0
         if mismatch:
-            reasons.append(f"tp_mismatch: job '{entry.id}' has tensor_parallel {tp}, which does not divide gpus {gpus}")
+            reasons.append(
+                f"tp_mismatch: job '{entry.id}' has tensor_parallel {tp}, which does not divide gpus {gpus}"
+            )
         p = entry.precision
         buffer.gpus.append(gpus)
         buffer.tensor_parallel.append(tp)
@@ -113,7 +131,9 @@ def encode_plan(plan: object, job_index: dict[str, int], job_offset: int, gpu_co
         )
         buffer.micro_batch_size.append(entry.micro_batch_size)
         buffer.activation_checkpointing.append(entry.activation_checkpointing)
-        buffer.kv_cache.append(default_kv[index] if entry.kv_cache is None else PRECISION_CODE[entry.kv_cache])
+        buffer.kv_cache.append(
+            default_kv[index] if entry.kv_cache is None else PRECISION_CODE[entry.kv_cache]
+        )
         buffer.invalid.append(mismatch)
     if total_gpus > gpu_count:
         reasons.append(f"over_allocated: the plan uses {total_gpus} GPUs, the cluster has {gpu_count}")

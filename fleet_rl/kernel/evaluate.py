@@ -104,10 +104,15 @@ def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: s
             return f"unsupported: the {gpu} has no native {', '.join(missing)} (job '{job_id}')"
         if int(table.num_heads[j]) % int(rows.tensor_parallel[row]):
             heads, tp = int(table.num_heads[j]), int(rows.tensor_parallel[row])
-            return f"unsupported: job '{job_id}' cannot split {heads} attention heads over tensor_parallel {tp}"
-        return f"unsupported: the {gpu} has no native {PRECISIONS[int(rows.kv_cache[row])]} KV cache (job '{job_id}')"
+            return (
+                f"unsupported: job '{job_id}' cannot split {heads} attention heads over tensor_parallel {tp}"
+            )
+        kv = PRECISIONS[int(rows.kv_cache[row])]
+        return f"unsupported: the {gpu} has no native {kv} KV cache (job '{job_id}')"
     unstable_groups = [
-        group for k, group in enumerate(MODULE_GROUPS) if UNSTABLE_FORMAT[kind, k, int(rows.precision[row, k])]
+        group
+        for k, group in enumerate(MODULE_GROUPS)
+        if UNSTABLE_FORMAT[kind, k, int(rows.precision[row, k])]
     ]
     if unstable_groups:
         names = ", ".join(f"{g}={precision[MODULE_GROUPS.index(g)]}" for g in unstable_groups)
@@ -176,7 +181,9 @@ def evaluate_batch(scenarios_or_one, plans: Sequence[object]) -> list[Evaluation
     else:
         scenarios = list(scenarios_or_one)
         if len(scenarios) != len(plans):
-            raise ValueError(f"got {len(scenarios)} scenarios for {len(plans)} plans; pass one or one per plan")
+            raise ValueError(
+                f"got {len(scenarios)} scenarios for {len(plans)} plans; pass one or one per plan"
+            )
     solved_list = [solve_scenario(scenario) for scenario in scenarios]
     if not plans:
         return []

@@ -6,20 +6,35 @@ field instead of a Python loop. Built once per scenario and cached with the scen
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from fleet_rl.catalog import GPUS, MODELS, MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel.constants import (
+    ATTENTION,
     BF16,
+    BYTES_PER_PARAM,
+    EMBEDDING,
     FORMAT_EFFICIENCY,
+    FP8,
     FP16,
     GROUP_SENSITIVITY,
+    INT8,
     KINDS,
+    LM_HEAD,
+    LOGIT_BYTES,
     LORA_RANK,
+    MEMORY_BANDWIDTH_UTILISATION,
+    MLP,
+    NORM,
+    QUALITY_ERROR,
+    TRAIN_FLOPS_PER_PARAM,
+    UNSTABLE_FORMAT,
     WEIGHT_ONLY,
 )
+from fleet_rl.kernel.constants import TRAIN as TRAIN_KIND
 
 
 @dataclass(frozen=True)
@@ -42,6 +57,7 @@ class JobTable:
     experts_per_token: np.ndarray  # (J,)
     params_stored: np.ndarray  # (J, 5) parameters held in memory per module group
     params_gemm: np.ndarray  # (J, 5) parameters in a matmul per token per module group
+    params_total: np.ndarray  # (J,) Σ params_stored
     quality_weight: np.ndarray  # (J, 5) share of parameters · group sensitivity
     lora_params: np.ndarray  # (J,) LoRA adapter parameters (rank LORA_RANK, all linear layers)
     gpu_count: np.ndarray  # (J,) GPUs in the job's cluster
@@ -56,6 +72,32 @@ class JobTable:
     idle_w: np.ndarray  # (J,)
     cluster_tdp_w: np.ndarray  # (J,) count · TDP, the energy normaliser
     default_kv: np.ndarray  # (J,) precision code of the 16-bit format the GPU supports
+    # derived per-job constants, precomputed so the kernel does fewer passes over rows
+    attention_s_per_token: np.ndarray  # (J,) 2·layers·seq·attention_dim / attention FLOP/s (causal fwd)
+    adapter_s_per_token: np.ndarray  # (J,) 6·LoRA params / FLOP/s (0 unless lora)
+    trained_params: np.ndarray  # (J,) parameters receiving gradients (all for train, adapters for lora)
+    kv_elements_per_token: np.ndarray  # (J,) 2·layers·kv_dim
+    logit_bytes_per_token: np.ndarray  # (J,) vocab · LOGIT_BYTES
+    effective_bandwidth_bytes_s: np.ndarray  # (J,) bandwidth · MEMORY_BANDWIDTH_UTILISATION
+    log_expert_miss: np.ndarray  # (J,) log(1 − experts_per_token/num_experts); 0 for dense models
+    # Precision-map aggregates, split in two halves so a row needs two 1-D lookups instead of 5-wide sums:
+    # half A = (embedding, attention, mlp), code p_e·36 + p_a·6 + p_m (216 maps); half B = (norm, lm_head),
+    # code p_n·6 + p_l (36 maps). Shapes (J, 216) and (J, 36).
+    a_weight_bytes: np.ndarray  # Σ stored params · bytes/param
+    b_weight_bytes: np.ndarray
+    a_gemm_s_per_flop: np.ndarray  # Σ GEMM params / effective FLOP/s (nan if a format is unsupported)
+    b_gemm_s_per_flop: np.ndarray
+    a_quality_loss: np.ndarray  # Σ share · sensitivity · format error for this job's kind
+    b_quality_loss: np.ndarray
+    a_fp8_params: np.ndarray  # params of groups in fp8 (Transformer Engine weight cache when training)
+    b_fp8_params: np.ndarray
+    a_unsupported: np.ndarray  # bool: a format the GPU lacks, or an integer format for trained weights
+    b_unsupported: np.ndarray
+    a_unstable: np.ndarray  # bool: a group in a format that diverges (UNSTABLE_FORMAT)
+    b_unstable: np.ndarray
+    a_streamed_bytes: np.ndarray  # decode: attention bytes (the MLP is separate: MoE touches a fraction)
+    a_mlp_bytes: np.ndarray
+    b_streamed_bytes: np.ndarray  # decode: norm bytes + lm_head GEMM bytes (a tied head is streamed too)
 
     @property
     def num_jobs(self) -> int:
@@ -109,6 +151,7 @@ def build_job_table(scenario) -> JobTable:
             "experts_per_token": float(model.experts_per_token),
             "params_stored": stored,
             "params_gemm": gemm,
+            "params_total": stored.sum(),
             "quality_weight": stored / stored.sum() * GROUP_SENSITIVITY,
             "lora_params": float(_lora_adapter_params(model)),
             "gpu_count": scenario.cluster.count,
@@ -124,6 +167,60 @@ def build_job_table(scenario) -> JobTable:
             "cluster_tdp_w": gpu.tdp_w * scenario.cluster.count,
             "default_kv": sixteen_bit,
         }
+        layers, kind = model.num_layers, job.kind
+        attention_dim = model.num_attention_heads * model.head_dim_
+        values["attention_s_per_token"] = (
+            2.0 * layers * job.seq_len * attention_dim / values["attention_flops"]
+        )
+        adapter_flops = TRAIN_FLOPS_PER_PARAM * values["lora_params"]
+        values["adapter_s_per_token"] = adapter_flops / values["attention_flops"] if kind == "lora" else 0.0
+        values["trained_params"] = values["params_total"] if kind == "train" else values["lora_params"]
+        values["kv_elements_per_token"] = 2.0 * layers * model.num_key_value_heads * model.head_dim_
+        values["logit_bytes_per_token"] = model.vocab_size * LOGIT_BYTES
+        values["effective_bandwidth_bytes_s"] = (
+            values["memory_bandwidth_bytes_s"] * MEMORY_BANDWIDTH_UTILISATION
+        )
+        moe = model.num_experts > 1
+        values["log_expert_miss"] = (
+            float(np.log1p(-model.experts_per_token / model.num_experts)) if moe else 0.0
+        )
+        values.update(_precision_map_tables(KINDS.index(job.kind), stored, gemm, values))
         for name, value in values.items():
             rows[name].append(value)
     return JobTable(**{name: np.array(values) for name, values in rows.items()})
+
+
+HALF_A_GROUPS = (EMBEDDING, ATTENTION, MLP)
+HALF_B_GROUPS = (NORM, LM_HEAD)
+HALF_A_MAPS = np.array(list(itertools.product(range(len(PRECISIONS)), repeat=3)))  # (216, 3)
+HALF_B_MAPS = np.array(list(itertools.product(range(len(PRECISIONS)), repeat=2)))  # (36, 2)
+
+
+def _precision_map_tables(kind: int, stored: np.ndarray, gemm: np.ndarray, values: dict) -> dict:
+    """Aggregates of every half precision map for one job (see the JobTable field comments)."""
+    out = {}
+    error = np.nan_to_num(QUALITY_ERROR[kind])
+    trains_integer = kind == TRAIN_KIND
+    for half, groups, maps in (("a", HALF_A_GROUPS, HALF_A_MAPS), ("b", HALF_B_GROUPS, HALF_B_MAPS)):
+        columns = [maps[:, k] for k in range(len(groups))]
+
+        def total(per_group, columns=columns, groups=groups):
+            result = per_group(groups[0], columns[0])
+            for group, codes in zip(groups[1:], columns[1:], strict=True):
+                result = result + per_group(group, codes)
+            return result
+
+        out[f"{half}_weight_bytes"] = total(lambda g, p: stored[g] * BYTES_PER_PARAM[p])
+        out[f"{half}_gemm_s_per_flop"] = total(lambda g, p: gemm[g] / values["effective_flops"][p])
+        out[f"{half}_quality_loss"] = total(lambda g, p: values["quality_weight"][g] * error[p])
+        out[f"{half}_fp8_params"] = total(lambda g, p: stored[g] * (p == FP8))
+        out[f"{half}_unsupported"] = total(
+            lambda g, p: ~values["supported"][p] | (trains_integer & (p >= INT8))
+        ).astype(bool)
+        out[f"{half}_unstable"] = total(lambda g, p: UNSTABLE_FORMAT[kind, g, p]).astype(bool)
+    out["a_streamed_bytes"] = stored[ATTENTION] * BYTES_PER_PARAM[HALF_A_MAPS[:, 1]]
+    out["a_mlp_bytes"] = stored[MLP] * BYTES_PER_PARAM[HALF_A_MAPS[:, 2]]
+    out["b_streamed_bytes"] = (
+        stored[NORM] * BYTES_PER_PARAM[HALF_B_MAPS[:, 0]] + gemm[LM_HEAD] * BYTES_PER_PARAM[HALF_B_MAPS[:, 1]]
+    )
+    return out

@@ -35,31 +35,20 @@ from fleet_rl.kernel.constants import (
     ALL_REDUCES_PER_LAYER_DECODE,
     ALL_REDUCES_PER_LAYER_RECOMPUTE,
     ALL_REDUCES_PER_LAYER_TRAIN,
-    ATTENTION,
-    BYTES_PER_PARAM,
     CHECKPOINT_BYTES_PER_LAYER,
     CUDA_CONTEXT_BYTES,
     DECODE_COMPUTE_EFFICIENCY,
     ENERGY_PENALTY,
-    FP8,
     FP8_WEIGHT_CACHE_BYTES_PER_PARAM,
     GRADIENT_COMM_BYTES,
-    INT8,
     INVALID,
     KV_BYTES_PER_ELEMENT,
     KV_QUALITY_ERROR,
-    LM_HEAD,
-    LOGIT_BYTES,
-    LORA,
     LORA_FLOPS_PER_PARAM,
-    MEMORY_BANDWIDTH_UTILISATION,
     MFU_HALF_TOKENS,
     MFU_MAX,
-    MLP,
-    NORM,
     OK,
     OOM,
-    QUALITY_ERROR,
     QUALITY_PENALTY,
     RECOMPUTE_FLOPS_PER_PARAM,
     SERVE,
@@ -67,7 +56,6 @@ from fleet_rl.kernel.constants import (
     TRAIN_FLOPS_PER_PARAM,
     UNALLOCATED,
     UNSTABLE,
-    UNSTABLE_FORMAT,
     UNSUPPORTED,
     UTILITY_EXPONENT,
 )
@@ -91,6 +79,10 @@ class PlanRows:
     def num_rows(self) -> int:
         return int(self.job.shape[0])
 
+    def slice(self, start: int, stop: int) -> PlanRows:
+        """Rows ``start:stop`` as views (no copy)."""
+        return PlanRows(*(getattr(self, name)[start:stop] for name in PlanRows.__dataclass_fields__))
+
 
 @dataclass(frozen=True)
 class RowResults:
@@ -104,67 +96,121 @@ class RowResults:
     busy_time_s: np.ndarray  # compute/memory time per step (the precision-dependent part of a step)
 
 
-def _sum_groups(per_group: np.ndarray) -> np.ndarray:
-    """Sum over the 5 module groups in a fixed order, so a row's result never depends on the batch."""
-    return per_group[:, 0] + per_group[:, 1] + per_group[:, 2] + per_group[:, 3] + per_group[:, 4]
-
-
 def _ring_all_reduce_s(message_bytes, ranks, link_bytes_s, latency_s):
     """Ring all-reduce time: latency + 2·(n−1)/n · bytes ÷ per-direction link bandwidth; 0 for one rank."""
     return np.where(ranks > 1, latency_s + 2.0 * (ranks - 1) / ranks * message_bytes / link_bytes_s, 0.0)
 
 
+CHUNK_ROWS = 8192  # rows per vectorised pass: keeps the temporaries in cache (measured fastest here)
+
+
 def simulate(table: JobTable, rows: PlanRows) -> RowResults:
-    """Memory, status, throughput, quality and power of every row (see the module docstring)."""
+    """Memory, status, throughput, quality and power of every row (see the module docstring).
+
+    Large batches run in chunks of ``CHUNK_ROWS``; every operation is element-wise per row, so a row's
+    result is bit-identical whatever batch or chunk it is in."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return _simulate(table, rows)
+        if rows.num_rows <= CHUNK_ROWS:
+            return _simulate(table, rows)
+        parts = [
+            _simulate(table, rows.slice(start, start + CHUNK_ROWS))
+            for start in range(0, rows.num_rows, CHUNK_ROWS)
+        ]
+    return RowResults(
+        *(np.concatenate(arrays) for arrays in zip(*(astuple_shallow(p) for p in parts), strict=True))
+    )
+
+
+def astuple_shallow(results: RowResults) -> tuple:
+    """The fields of a ``RowResults`` in order, without copying (``dataclasses.astuple`` deep-copies)."""
+    return tuple(getattr(results, name) for name in RowResults.__dataclass_fields__)
+
+
+_NUM_FORMATS = len(KV_BYTES_PER_ELEMENT)
 
 
 def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
     j = rows.job
+    num_rows = rows.num_rows
     kind = table.kind[j]
-    is_train, is_lora, is_serve = kind == TRAIN, kind == LORA, kind == SERVE
-    gpus = rows.gpus.astype(np.float64)
-    tp = rows.tensor_parallel.astype(np.float64)
-    dp = np.maximum(np.floor(gpus / tp), 1.0)
+    is_serve = kind == SERVE
+    # precision maps as two half codes (see JobTable): every precision-dependent sum is two 1-D lookups
     precision = rows.precision
-    kv = rows.kv_cache
-    checkpointing = rows.activation_checkpointing
-    seq = table.seq_len[j]
-    batch = table.batch_size[j]
-    layers = table.num_layers[j]
-    hidden = table.hidden_size[j]
-    vocab = table.vocab_size[j]
-    stored = table.params_stored[j]  # (R, 5)
-    gemm = table.params_gemm[j]  # (R, 5)
-    link = table.link_bytes_s[j]
-    latency = table.link_latency_s[j]
-    bandwidth = table.memory_bandwidth_bytes_s[j] * MEMORY_BANDWIDTH_UTILISATION
+    half_a = j * 216 + (precision[:, 0] * 36 + precision[:, 1] * 6 + precision[:, 2])
+    half_b = j * 36 + (precision[:, 3] * 6 + precision[:, 4])
 
-    # --- support and numerics -------------------------------------------------------------------------
-    row_index = j[:, None]
-    gpu_lacks_format = ~table.supported[row_index, precision].all(axis=1)
-    kv_unsupported = is_serve & ~table.supported[j, kv]
-    trains_integer_weights = is_train & (precision >= INT8).any(axis=1)
-    unsupported = gpu_lacks_format | kv_unsupported | trains_integer_weights
+    # --- support and numerics (all rows) ------------------------------------------------------------------
+    unsupported = table.a_unsupported.ravel()[half_a] | table.b_unsupported.ravel()[half_b]
+    unsupported |= is_serve & ~table.supported.ravel()[j * _NUM_FORMATS + rows.kv_cache]
     unsupported |= (table.num_heads[j] % rows.tensor_parallel) != 0  # TP splits attention heads
-    group = np.arange(precision.shape[1])[None, :]
-    unstable_format = UNSTABLE_FORMAT[kind[:, None], group, precision].any(axis=1)
-    error = np.nan_to_num(QUALITY_ERROR[kind[:, None], precision])
-    quality_loss = _sum_groups(table.quality_weight[j] * error) + np.where(is_serve, KV_QUALITY_ERROR[kv], 0.0)
-    unstable = unstable_format | (quality_loss > table.max_quality_loss[j])
+    quality_loss = table.a_quality_loss.ravel()[half_a] + table.b_quality_loss.ravel()[half_b]
+    quality_loss = quality_loss + np.where(is_serve, KV_QUALITY_ERROR[rows.kv_cache], 0.0)
+    unstable = table.a_unstable.ravel()[half_a] | table.b_unstable.ravel()[half_b]
+    unstable |= quality_loss > table.max_quality_loss[j]
+    weight_bytes = table.a_weight_bytes.ravel()[half_a] + table.b_weight_bytes.ravel()[half_b]
+    seconds_per_gemm_flop = table.a_gemm_s_per_flop.ravel()[half_a] + table.b_gemm_s_per_flop.ravel()[half_b]
 
-    # --- memory per GPU ---------------------------------------------------------------------------------
-    weight_bytes = _sum_groups(stored * BYTES_PER_PARAM[precision])
-    fp8_cache_bytes = _sum_groups(stored * (precision == FP8)) * FP8_WEIGHT_CACHE_BYTES_PER_PARAM
+    memory = np.empty(num_rows)
+    tokens_per_s = np.empty(num_rows)
+    busy_s = np.empty(num_rows)
+    busy_fraction = np.empty(num_rows)
+    serve_rows = np.flatnonzero(is_serve)
+    train_rows = np.flatnonzero(~is_serve)
+    for subset, branch in ((train_rows, _training), (serve_rows, _decode)):
+        if subset.size:
+            out = branch(
+                table,
+                rows,
+                subset,
+                weight_bytes[subset],
+                seconds_per_gemm_flop[subset],
+                half_a[subset],
+                half_b[subset],
+            )
+            memory[subset], tokens_per_s[subset], busy_s[subset], busy_fraction[subset] = out
+    memory += CUDA_CONTEXT_BYTES
+    oom = memory > table.memory_capacity_bytes[j]
+
+    # --- status, power -----------------------------------------------------------------------------------
+    status = np.full(num_rows, OK, dtype=np.int8)
+    status[unstable] = UNSTABLE
+    status[oom] = OOM
+    status[unsupported] = UNSUPPORTED
+    status[rows.gpus == 0] = UNALLOCATED
+    status[rows.invalid] = INVALID
+    ok = status == OK
+    idle_w, tdp_w = table.idle_w[j], table.tdp_w[j]
+    power_w = rows.gpus * np.minimum(idle_w + (tdp_w - idle_w) * busy_fraction, tdp_w)
+    return RowResults(
+        status=status,
+        memory_per_gpu_bytes=np.where(rows.gpus > 0, memory, 0.0),
+        tokens_per_s=np.where(ok, tokens_per_s, 0.0),
+        quality_loss=quality_loss,
+        power_w=np.where(ok, power_w, 0.0),
+        busy_time_s=busy_s,
+    )
+
+
+def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):
+    """train and lora rows: memory per GPU, tokens/s, busy seconds per micro-step, busy fraction."""
+    j = rows.job[subset]
+    is_train = table.kind[j] == TRAIN
+    tp = rows.tensor_parallel[subset].astype(np.float64)
+    dp = np.maximum(np.floor(rows.gpus[subset] / tp), 1.0)
+    checkpointing = rows.activation_checkpointing[subset]
+    seq, batch = table.seq_len[j], table.batch_size[j]
+    layers, hidden = table.num_layers[j], table.hidden_size[j]
+    link, latency = table.link_bytes_s[j], table.link_latency_s[j]
+    stored_params = table.params_total[j]
     lora_params = table.lora_params[j]
+    # memory
+    fp8_params = table.a_fp8_params.ravel()[half_a] + table.b_fp8_params.ravel()[half_b]
     states_bytes = np.where(
         is_train,
-        ADAM_BYTES_PER_PARAM * _sum_groups(stored) + fp8_cache_bytes,
+        ADAM_BYTES_PER_PARAM * stored_params + FP8_WEIGHT_CACHE_BYTES_PER_PARAM * fp8_params,
         weight_bytes + ADAM_BYTES_PER_PARAM * lora_params,
     )
-    per_replica_batch = np.ceil(batch / dp)
-    micro_batch = np.minimum(rows.micro_batch_size.astype(np.float64), per_replica_batch)
+    micro_batch = np.minimum(rows.micro_batch_size[subset], np.ceil(batch / dp))
     micro_tokens = micro_batch * seq
     layer_working_set = micro_tokens * hidden * (ACTIVATION_BYTES_REPLICATED + ACTIVATION_BYTES_SHARDED / tp)
     activation_bytes = np.where(
@@ -172,90 +218,75 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
         layers * CHECKPOINT_BYTES_PER_LAYER * micro_tokens * hidden + layer_working_set,
         layers * layer_working_set,
     )
-    train_memory = states_bytes / tp + activation_bytes + micro_tokens * vocab * LOGIT_BYTES / tp
-
-    kv_shards = np.minimum(tp, table.num_kv_heads[j])
-    kv_bytes_per_token = 2.0 * layers * table.kv_dim[j] * KV_BYTES_PER_ELEMENT[kv]
-    kv_cache_bytes = per_replica_batch * seq * kv_bytes_per_token / kv_shards
-    decode_activation_bytes = per_replica_batch * (4.0 * hidden + vocab * LOGIT_BYTES / tp)
-    serve_memory = weight_bytes / tp + kv_cache_bytes + decode_activation_bytes
-    memory = np.where(is_serve, serve_memory, train_memory) + CUDA_CONTEXT_BYTES
-    oom = memory > table.memory_capacity_bytes[j]
-
-    # --- training throughput ----------------------------------------------------------------------------
-    seconds_per_gemm_flop = _sum_groups(gemm / table.effective_flops[row_index, precision])  # s·param/FLOP
+    memory = states_bytes / tp + activation_bytes + micro_tokens * table.logit_bytes_per_token[j] / tp
+    # time per micro-step: roofline + tensor-parallel all-reduces
     flops_per_param = np.where(is_train, TRAIN_FLOPS_PER_PARAM, LORA_FLOPS_PER_PARAM)
     flops_per_param = flops_per_param + checkpointing * RECOMPUTE_FLOPS_PER_PARAM
-    attention_flops = table.attention_flops[j]
     # causal attention core: 2·s·d FLOPs per token per layer forward, 3× with the backward (+1× recompute)
-    attention_s_per_token = (3.0 + checkpointing) * 2.0 * layers * seq * table.attention_dim[j] / attention_flops
-    adapter_s_per_token = np.where(is_lora, TRAIN_FLOPS_PER_PARAM * lora_params / attention_flops, 0.0)
-    gemm_s_per_token = flops_per_param * seconds_per_gemm_flop
+    attention_s_per_token = (3.0 + checkpointing) * table.attention_s_per_token[j]
+    adapter_s_per_token = table.adapter_s_per_token[j]
     mfu = MFU_MAX * micro_tokens / (micro_tokens + MFU_HALF_TOKENS)
-    train_compute_s = micro_tokens * (gemm_s_per_token + attention_s_per_token + adapter_s_per_token) / (tp * mfu)
+    per_token_s = flops_per_param * seconds_per_gemm_flop + attention_s_per_token + adapter_s_per_token
+    compute_s = micro_tokens * per_token_s / (tp * mfu)
     weight_reads = 2.0 + checkpointing  # forward, backward, recomputed forward
-    train_memory_s = weight_reads * weight_bytes / tp / bandwidth
-    train_busy_s = np.maximum(train_compute_s, train_memory_s)
+    busy_s = np.maximum(compute_s, weight_reads * weight_bytes / tp / table.effective_bandwidth_bytes_s[j])
     all_reduces = ALL_REDUCES_PER_LAYER_TRAIN + checkpointing * ALL_REDUCES_PER_LAYER_RECOMPUTE
     tp_message = micro_tokens * hidden * ACTIVATION_COMM_BYTES
-    train_tp_s = all_reduces * layers * _ring_all_reduce_s(tp_message, tp, link, latency)
+    tp_s = all_reduces * layers * _ring_all_reduce_s(tp_message, tp, link, latency)
+    # optimizer step: micro-steps of every DP replica, then one gradient all-reduce over DP
     micro_steps = np.ceil(batch / (dp * micro_batch))
-    trained_params = np.where(is_train, _sum_groups(stored), lora_params)
+    trained_params = table.trained_params[j]
     gradient_sync_s = _ring_all_reduce_s(trained_params * GRADIENT_COMM_BYTES / tp, dp, link, latency)
-    train_busy_step_s = micro_steps * train_busy_s
-    train_step_s = train_busy_step_s + micro_steps * train_tp_s + gradient_sync_s
-    train_tokens_per_s = batch * seq / train_step_s
+    busy_step_s = micro_steps * busy_s
+    step_s = busy_step_s + micro_steps * tp_s + gradient_sync_s
+    return memory, batch * seq / step_s, busy_s, busy_step_s / step_s
 
-    # --- decode throughput (the embedding is a lookup: stored, never streamed or multiplied) ----------
-    bytes_per_group = stored * BYTES_PER_PARAM[precision]
-    experts = table.num_experts[j]
-    touched_experts = np.where(
-        experts > 1, 1.0 - np.power(1.0 - table.experts_per_token[j] / experts, per_replica_batch), 1.0
-    )
+
+def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):
+    """serve rows: memory per GPU, generated tokens/s, busy seconds per decode step, busy fraction.
+
+    The embedding is a lookup: stored, never streamed or multiplied."""
+    j = rows.job[subset]
+    tp = rows.tensor_parallel[subset].astype(np.float64)
+    dp = np.maximum(np.floor(rows.gpus[subset] / tp), 1.0)
+    seq, batch = table.seq_len[j], table.batch_size[j]
+    layers, hidden = table.num_layers[j], table.hidden_size[j]
+    per_replica_batch = np.ceil(batch / dp)
+    kv_shards = np.minimum(tp, table.num_kv_heads[j])
+    kv_bytes_per_token = table.kv_elements_per_token[j] * KV_BYTES_PER_ELEMENT[rows.kv_cache[subset]]
+    kv_cache_bytes = per_replica_batch * seq * kv_bytes_per_token / kv_shards
+    decode_activation_bytes = per_replica_batch * (4.0 * hidden + table.logit_bytes_per_token[j] / tp)
+    memory = weight_bytes / tp + kv_cache_bytes + decode_activation_bytes
+    # MoE: a step touches each expert with probability 1 − (1 − k/E)^batch (dense: 1)
+    touched_experts = np.ones(subset.size)
+    moe = np.flatnonzero(table.num_experts[j] > 1)
+    if moe.size:
+        touched_experts[moe] = -np.expm1(per_replica_batch[moe] * table.log_expert_miss[j[moe]])
     streamed_bytes = (
-        bytes_per_group[:, ATTENTION]
-        + bytes_per_group[:, MLP] * touched_experts
-        + bytes_per_group[:, NORM]
-        + gemm[:, LM_HEAD] * BYTES_PER_PARAM[precision[:, LM_HEAD]]
+        table.a_streamed_bytes.ravel()[half_a]
+        + table.a_mlp_bytes.ravel()[half_a] * touched_experts
+        + table.b_streamed_bytes.ravel()[half_b]
     )
-    decode_memory_s = (streamed_bytes / tp + per_replica_batch * seq * kv_bytes_per_token / kv_shards) / bandwidth
-    decode_flops_s = 2.0 * seconds_per_gemm_flop + 4.0 * layers * seq * table.attention_dim[j] / attention_flops
-    decode_compute_s = per_replica_batch * decode_flops_s / (tp * DECODE_COMPUTE_EFFICIENCY)
-    decode_busy_s = np.maximum(decode_memory_s, decode_compute_s)
-    decode_tp_s = ALL_REDUCES_PER_LAYER_DECODE * layers * _ring_all_reduce_s(
-        per_replica_batch * hidden * ACTIVATION_COMM_BYTES, tp, link, latency
+    memory_s = (streamed_bytes / tp + kv_cache_bytes) / table.effective_bandwidth_bytes_s[j]
+    # decode attention reads the whole context: 4·s·d FLOPs per token per layer = 2 × the causal forward
+    flops_s = 2.0 * seconds_per_gemm_flop + 2.0 * table.attention_s_per_token[j]
+    compute_s = per_replica_batch * flops_s / (tp * DECODE_COMPUTE_EFFICIENCY)
+    busy_s = np.maximum(memory_s, compute_s)
+    message = per_replica_batch * hidden * ACTIVATION_COMM_BYTES
+    tp_s = (
+        ALL_REDUCES_PER_LAYER_DECODE
+        * layers
+        * _ring_all_reduce_s(message, tp, table.link_bytes_s[j], table.link_latency_s[j])
     )
-    decode_step_s = decode_busy_s + decode_tp_s
-    decode_tokens_per_s = batch / decode_step_s
-
-    # --- status, power -----------------------------------------------------------------------------------
-    status = np.full(rows.num_rows, OK, dtype=np.int8)
-    status = np.where(unstable, UNSTABLE, status)
-    status = np.where(oom, OOM, status)
-    status = np.where(unsupported, UNSUPPORTED, status)
-    status = np.where(rows.gpus == 0, UNALLOCATED, status)
-    status = np.where(rows.invalid, INVALID, status).astype(np.int8)
-    ok = status == OK
-    tokens_per_s = np.where(ok, np.where(is_serve, decode_tokens_per_s, train_tokens_per_s), 0.0)
-    busy_fraction = np.where(is_serve, decode_busy_s / decode_step_s, train_busy_step_s / train_step_s)
-    idle_w, tdp_w = table.idle_w[j], table.tdp_w[j]
-    power_w = np.where(ok, gpus * np.minimum(idle_w + (tdp_w - idle_w) * busy_fraction, tdp_w), 0.0)
-    busy_s = np.where(is_serve, decode_busy_s, train_busy_s)
-    return RowResults(
-        status=status,
-        memory_per_gpu_bytes=np.where(rows.gpus > 0, memory, 0.0),
-        tokens_per_s=tokens_per_s,
-        quality_loss=quality_loss,
-        power_w=power_w,
-        busy_time_s=busy_s,
-    )
+    step_s = busy_s + tp_s
+    return memory, batch / step_s, busy_s, busy_s / step_s
 
 
 def job_values(table: JobTable, rows: PlanRows, results: RowResults, reference_tokens_per_s: np.ndarray):
     """Each row's contribution to the cluster objective (0 unless ok).
 
-    value = priority · (tokens/s ÷ reference)^UTILITY_EXPONENT · max(0, 1 − QUALITY_PENALTY · quality) − ENERGY_PENALTY ·
-    power ÷ cluster TDP, where the reference is the best tokens/s the job reaches alone on the cluster.
+    value = priority · (tokens/s ÷ reference)^UTILITY_EXPONENT · max(0, 1 − QUALITY_PENALTY · quality)
+            − ENERGY_PENALTY · power ÷ cluster TDP, where the reference is the best tokens/s the job reaches alone on the cluster.
     """
     j = rows.job
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -49,7 +49,7 @@ class JobOptions:
 
 
 def _undominated(costs: np.ndarray) -> list[int]:
-    """Indices of rows of ``costs`` (N, K) that no other row beats or ties on every column (first tie kept)."""
+    """Rows of ``costs`` (N, K) that no other row beats or ties on every column (the first tie is kept)."""
     keep = []
     for i in range(costs.shape[0]):
         no_worse = (costs <= costs[i]).all(axis=1)
@@ -105,7 +105,10 @@ def enumerate_job_options(table: JobTable, job: int) -> tuple[JobOptions, RowRes
     count = int(table.gpu_count[job])
     heads = int(table.num_heads[job])
     placements = [
-        (g, tp) for g in range(1, count + 1) for tp in TENSOR_PARALLEL_SIZES if g % tp == 0 and heads % tp == 0
+        (g, tp)
+        for g in range(1, count + 1)
+        for tp in TENSOR_PARALLEL_SIZES
+        if g % tp == 0 and heads % tp == 0
     ]
     serve = table.kind[job] == SERVE
     micro_batches = (1,) if serve else MICRO_BATCH_SIZES
@@ -208,8 +211,14 @@ def solve_scenario(scenario) -> SolvedScenario:
         job_id = scenario.jobs[j].id
         if g == 0:
             sixteen = PRECISIONS[int(table.default_kv[j])]
-            jobs.append({"id": job_id, "gpus": 0, "tensor_parallel": 1,
-                         "precision": dict.fromkeys(MODULE_GROUPS, sixteen)})
+            jobs.append(
+                {
+                    "id": job_id,
+                    "gpus": 0,
+                    "tensor_parallel": 1,
+                    "precision": dict.fromkeys(MODULE_GROUPS, sixteen),
+                }
+            )
         else:
             jobs.append(_row_to_job_plan(job_id, options[j].rows, best_row[j][g], table.kind[j] == SERVE))
     ids = tuple(job.id for job in scenario.jobs)

@@ -9,15 +9,29 @@ from fleet_rl import Scenario
 ALL_BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
 
 
-def one_job(gpu: str, model: str, kind: str, count: int = 1, seq_len: int = 4096, batch_size: int = 1,
-            **extra) -> Scenario:
-    job = {"id": "job", "model": model, "kind": kind, "priority": 1.0, "seq_len": seq_len,
-           "batch_size": batch_size, **extra}
+def one_job(
+    gpu: str, model: str, kind: str, count: int = 1, seq_len: int = 4096, batch_size: int = 1, **extra
+) -> Scenario:
+    job = {
+        "id": "job",
+        "model": model,
+        "kind": kind,
+        "priority": 1.0,
+        "seq_len": seq_len,
+        "batch_size": batch_size,
+        **extra,
+    }
     return Scenario.from_dict({"cluster": {"gpu": gpu, "count": count}, "jobs": [job]})
 
 
 def job_plan(gpus: int = 1, tp: int = 1, precision: dict | None = None, **extra) -> dict:
-    plan = {"id": "job", "gpus": gpus, "tensor_parallel": tp, "precision": dict(precision or ALL_BF16), **extra}
+    plan = {
+        "id": "job",
+        "gpus": gpus,
+        "tensor_parallel": tp,
+        "precision": dict(precision or ALL_BF16),
+        **extra,
+    }
     return {"jobs": [plan]}
 
 
@@ -27,10 +41,22 @@ def two_job_scenario() -> Scenario:
         {
             "cluster": {"gpu": "h100-sxm", "count": 8},
             "jobs": [
-                {"id": "chat", "model": "llama-3.1-8b", "kind": "serve", "priority": 2, "seq_len": 4096,
-                 "batch_size": 32},
-                {"id": "tune", "model": "mistral-7b", "kind": "lora", "priority": 1, "seq_len": 2048,
-                 "batch_size": 16},
+                {
+                    "id": "chat",
+                    "model": "llama-3.1-8b",
+                    "kind": "serve",
+                    "priority": 2,
+                    "seq_len": 4096,
+                    "batch_size": 32,
+                },
+                {
+                    "id": "tune",
+                    "model": "mistral-7b",
+                    "kind": "lora",
+                    "priority": 1,
+                    "seq_len": 2048,
+                    "batch_size": 16,
+                },
             ],
         }
     )

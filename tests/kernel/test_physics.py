@@ -70,7 +70,8 @@ def test_llama8b_batch1_decode_on_h100_matches_the_bandwidth_roofline_by_hand():
     scenario = one_job("h100-sxm", "llama-3.1-8b", "serve", seq_len=1024, batch_size=1)
     result = evaluate(scenario, job_plan()).jobs[0]
     # streamed per step: all weights but the embedding lookup, bf16:
-    # (8,030,261,248 − 128,256 × 4,096) × 2 B = 15,009,849,344 B; KV of 1,024 tokens × 131,072 B = 134,217,728 B.
+    # (8,030,261,248 − 128,256 × 4,096) × 2 B = 15,009,849,344 B;
+    # KV of 1,024 tokens × 131,072 B = 134,217,728 B.
     # At 80 % of 3.35 TB/s: 15,144,067,072 / 2.68e12 = 5.6508 ms per token → 176.97 tokens/s.
     assert result.tokens_per_s == pytest.approx(176.97, rel=1e-3)
     roofline = GPUS["h100-sxm"].memory_bandwidth_gb_s * 1e9 / (MODELS["llama-3.1-8b"].num_params * 2)
@@ -100,8 +101,9 @@ def test_kv_cache_memory_follows_the_formula_and_fp8_halves_it():
     # 2 · 32 layers · 8 kv heads · 128 head_dim · 4096 tokens · 8 sequences · 2 B = 4,294,967,296 B
     kv_bf16_gb = 2 * 32 * 8 * 128 * 4096 * 8 * 2 / 1e9
     assert bf16.memory_per_gpu_gb - fp8.memory_per_gpu_gb == pytest.approx(kv_bf16_gb / 2, rel=1e-9)
-    longer = evaluate(one_job("h100-sxm", "llama-3.1-8b", "serve", seq_len=8192, batch_size=8),
-                      job_plan(kv_cache="bf16")).jobs[0]
+    longer = evaluate(
+        one_job("h100-sxm", "llama-3.1-8b", "serve", seq_len=8192, batch_size=8), job_plan(kv_cache="bf16")
+    ).jobs[0]
     assert longer.memory_per_gpu_gb - bf16.memory_per_gpu_gb == pytest.approx(kv_bf16_gb, rel=1e-9)
 
 
