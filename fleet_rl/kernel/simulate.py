@@ -286,7 +286,8 @@ def job_values(table: JobTable, rows: PlanRows, results: RowResults, reference_t
     """Each row's contribution to the cluster objective (0 unless ok).
 
     value = priority · (tokens/s ÷ reference)^UTILITY_EXPONENT · max(0, 1 − QUALITY_PENALTY · quality)
-            − ENERGY_PENALTY · power ÷ cluster TDP, where the reference is the best tokens/s the job reaches alone on the cluster.
+            − ENERGY_PENALTY · power ÷ cluster TDP,
+    where the reference is the best tokens/s the job reaches alone on the cluster.
     """
     j = rows.job
     with np.errstate(divide="ignore", invalid="ignore"):
