@@ -36,6 +36,8 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from fleet_rl.catalog import GPUS, MODELS, ModelSpec
 from fleet_rl.scenario import Cluster, Job, Scenario
 
@@ -308,6 +310,14 @@ def make_scenario(task: str, seed: int, split: str = "train") -> Scenario:
     tier = TIERS[task]
     for _ in range(_SCENARIO_ATTEMPTS):
         scenario = _draw(rng, tier, split)
-        if scenario is not None:
+        if scenario is not None and _every_job_can_run(scenario):
             return scenario
     raise RuntimeError(f"no {task!r} scenario satisfied the tier constraints for seed {seed}; check TIERS")
+
+
+def _every_job_can_run(scenario: Scenario) -> bool:
+    """The kernel's word, after the rough ``_fits`` filter: every job has some plan that runs (``ok``) when it
+    has the whole cluster. The solve is cached, so scoring this scenario later costs nothing extra."""
+    from fleet_rl.kernel.solver import solve_scenario  # the kernel imports the catalog, not this module
+
+    return bool(np.isfinite(solve_scenario(scenario).reference_tokens_per_s).all())
