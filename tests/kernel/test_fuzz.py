@@ -1,0 +1,86 @@
+"""Property tests: evaluate never raises and always returns a bounded, well-formed Evaluation."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleet_rl import make_scenario
+from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.kernel import evaluate, evaluate_batch, solve
+
+SCENARIO = make_scenario("hard", 4)
+OPTIMAL = solve(SCENARIO).plan
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+field_values = {
+    "id": st.sampled_from([job.id for job in SCENARIO.jobs] + ["ghost", ""]),
+    "gpus": st.integers(-2, 20),
+    "tensor_parallel": st.sampled_from([0, 1, 2, 3, 4, 8, 16]),
+    "micro_batch_size": st.sampled_from([0, 1, 2, 3, 4, 64, 128]),
+    "activation_checkpointing": st.booleans() | st.integers(0, 1),
+    "kv_cache": st.sampled_from([*PRECISIONS, "FP8", None]),
+}
+
+
+@st.composite
+def mutated_plans(draw):
+    """The optimal plan with random fields replaced, dropped, or set to arbitrary JSON."""
+    plan = json.loads(json.dumps(OPTIMAL))
+    for job in plan["jobs"]:
+        for key, strategy in field_values.items():
+            choice = draw(st.integers(0, 5))
+            if choice == 0:
+                job[key] = draw(strategy)
+            elif choice == 1:
+                job.pop(key, None)
+            elif choice == 2 and draw(st.booleans()):
+                job[key] = draw(json_values)
+        group = draw(st.sampled_from(MODULE_GROUPS))
+        job["precision"][group] = draw(st.sampled_from([*PRECISIONS, "BF16", 8, None]))
+    if draw(st.booleans()):
+        plan["jobs"] = draw(st.permutations(plan["jobs"]))
+    return plan
+
+
+def _check(result) -> None:
+    assert 0.0 <= result.score <= 1.0
+    assert len(result.jobs) == len(SCENARIO.jobs)
+    assert result.valid or (result.score == 0.0 and result.reasons)
+    for job in result.jobs:
+        assert job.status in {"ok", "oom", "unsupported", "unstable", "invalid", "unallocated"}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_plans())
+def test_mutated_plans_never_raise(plan):
+    result = evaluate(SCENARIO, plan)
+    _check(result)
+    assert evaluate(SCENARIO, json.dumps(plan)) == result  # text and dict agree
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_arbitrary_json_never_raises(value):
+    _check(evaluate(SCENARIO, value))
+    _check(evaluate(SCENARIO, {"jobs": value}))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200) | st.binary(max_size=200))
+def test_arbitrary_text_never_raises(text):
+    _check(evaluate(SCENARIO, text))
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(mutated_plans(), min_size=1, max_size=8))
+def test_batch_of_mutated_plans_equals_scalar(plans):
+    assert evaluate_batch(SCENARIO, plans) == [evaluate(SCENARIO, plan) for plan in plans]
