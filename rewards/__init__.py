@@ -1,8 +1,8 @@
 """Rewards for GRPO: parse the LLM's plan strictly, then score it (DESIGN.md §5).
 
-This package will hold the TRL reward functions (``def name(completions, scenario, **kwargs)``) and their
-``REWARD_FUNCS`` registry; they arrive in a later part. For now it provides the parsing layer every reward
-starts from:
+TRL reward functions (``def name(completions, scenario, **kwargs) -> list[float]``) are registered by name in
+``REWARD_FUNCS``: ``fleet_reward`` (parse → batched kernel → breadcrumbs → IRD, in [0, 1]) so far; the
+component rewards and multi-agent difference rewards are still to come. The parsing layer:
 
     from rewards import parse_plan, check_against_scenario
     plan, error, num_candidates = parse_plan(completion)    # error is None or one of PARSE_ERRORS
@@ -10,6 +10,8 @@ starts from:
 """
 
 from fleet_rl.plan_schema import PLAN_JSON_SCHEMA
+from rewards.fleet_reward import REWARD_FUNCS, fleet_reward
+from rewards.ird import IRD_REWARD, degenerate_strategy
 from rewards.parsing import (
     BAD_JSON,
     DUPLICATE_JOB,
@@ -32,6 +34,10 @@ from rewards.parsing import (
 )
 
 __all__ = [
+    "IRD_REWARD",
+    "REWARD_FUNCS",
+    "degenerate_strategy",
+    "fleet_reward",
     "BAD_JSON",
     "DUPLICATE_JOB",
     "MAX_COMPLETION_CHARS",

@@ -1,0 +1,152 @@
+"""fleet_reward: literal completions, one comment per case, and the ordering DESIGN.md §5 requires."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fleet_rl import Scenario
+from fleet_rl.kernel import evaluate, solve
+from rewards import IRD_REWARD, REWARD_FUNCS, fleet_reward
+
+SCENARIO = Scenario.from_dict(
+    {
+        "cluster": {"gpu": "h100-sxm", "count": 8},
+        "jobs": [
+            {
+                "id": "chat",
+                "model": "llama-3.1-8b",
+                "kind": "serve",
+                "priority": 2,
+                "seq_len": 4096,
+                "batch_size": 32,
+            },
+            {
+                "id": "tune",
+                "model": "mistral-7b",
+                "kind": "lora",
+                "priority": 1,
+                "seq_len": 2048,
+                "batch_size": 16,
+            },
+        ],
+    }
+)
+SCENARIO_JSON = SCENARIO.to_json()
+OPTIMAL = solve(SCENARIO).plan
+BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
+# a feasible but sub-optimal plan: everything bf16, an even split
+CONSERVATIVE = {
+    "jobs": [
+        {"id": "chat", "gpus": 4, "tensor_parallel": 4, "precision": BF16},
+        {"id": "tune", "gpus": 4, "tensor_parallel": 1, "precision": BF16, "micro_batch_size": 1},
+    ]
+}
+# every job placed, but the LoRA job on one GPU with 64 × 2048-token micro-batches runs out of memory
+CRASHING = {
+    "jobs": [
+        {"id": "chat", "gpus": 4, "tensor_parallel": 4, "precision": BF16},
+        {"id": "tune", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "micro_batch_size": 64},
+    ]
+}
+LOWEST = {"embedding": "int4", "attention": "int4", "mlp": "int4", "norm": "fp8", "lm_head": "int4"}
+
+
+def reward(*completions: str, **kwargs) -> list[float]:
+    return fleet_reward(list(completions), [SCENARIO_JSON] * len(completions), **kwargs)
+
+
+def test_the_crashing_fixture_really_crashes():
+    result = evaluate(SCENARIO, CRASHING)
+    assert result.statuses == {"chat": "ok", "tune": "oom"}
+
+
+def test_ordering_malformed_below_degenerate_below_crashing_below_feasible():
+    malformed, degenerate, crashing, conservative, optimal = reward(
+        "I would give the chat job most GPUs.",  # prose, no JSON
+        json.dumps({"jobs": [{**job, "precision": LOWEST} for job in CONSERVATIVE["jobs"]]}),  # IRD
+        json.dumps(CRASHING),  # valid, one job OOMs
+        json.dumps(CONSERVATIVE),  # feasible, sub-optimal
+        json.dumps(OPTIMAL),  # the optimum
+    )
+    assert malformed < degenerate == IRD_REWARD <= crashing < conservative < optimal
+    assert optimal == pytest.approx(1.0)
+
+
+def test_optimal_plan_in_a_fence_amid_prose_and_thinking_scores_at_least_0_9():
+    completion = (
+        "<think>The chat job is memory-bound, {so int8 weights help}.</think>\n"
+        f"Here is my plan:\n```json\n{json.dumps(OPTIMAL, indent=2)}\n```\nIt balances the two jobs."
+    )
+    assert reward(completion)[0] >= 0.9
+
+
+def test_conversational_completion_is_read_from_the_last_assistant_message():
+    completion = [{"role": "assistant", "content": json.dumps(OPTIMAL)}]
+    assert fleet_reward([completion], [SCENARIO_JSON])[0] == pytest.approx(1.0)
+
+
+def test_reward_rises_with_the_kernel_score_among_feasible_plans():
+    plans = [CONSERVATIVE, OPTIMAL]
+    plans.append(
+        {"jobs": [{**CONSERVATIVE["jobs"][0], "gpus": 2, "tensor_parallel": 2}, CONSERVATIVE["jobs"][1]]}
+    )  # chat on fewer GPUs
+    scores = [evaluate(SCENARIO, plan).score for plan in plans]
+    rewards = reward(*(json.dumps(plan) for plan in plans))
+    assert sorted(range(3), key=scores.__getitem__) == sorted(range(3), key=rewards.__getitem__)
+
+
+@pytest.mark.parametrize(
+    ("completion", "why"),
+    [
+        (json.dumps(OPTIMAL) + "\n" + json.dumps(CONSERVATIVE), "two plans in one answer: hedging"),
+        (json.dumps({"jobs": [*OPTIMAL["jobs"], {**OPTIMAL["jobs"][0], "id": "ghost"}]}), "invented job id"),
+        (json.dumps({"jobs": [OPTIMAL["jobs"][0], OPTIMAL["jobs"][0]]}), "duplicated job id"),
+        (
+            json.dumps({"jobs": [{**job, "precision": LOWEST} for job in OPTIMAL["jobs"]]}),
+            "all lowest formats",
+        ),
+        (json.dumps({"jobs": [{**OPTIMAL["jobs"][0], "gpus": 8, "tensor_parallel": 8}]}), "tune starved"),
+        (json.dumps({"jobs": [OPTIMAL["jobs"][0], {**OPTIMAL["jobs"][1], "gpus": 0}]}), "tune given 0 GPUs"),
+    ],
+)
+def test_degenerate_strategies_get_exactly_the_ird_reward(completion, why):
+    assert reward(completion) == [IRD_REWARD], why
+
+
+def test_several_plans_never_beat_the_best_one_alone():
+    alone, hedged = reward(
+        json.dumps(OPTIMAL), f"```json\n{json.dumps(OPTIMAL)}\n```\n```json\n{json.dumps(CONSERVATIVE)}\n```"
+    )
+    assert hedged < alone
+
+
+@pytest.mark.parametrize(
+    "completion",
+    ["", "{", '{"jobs": [', '{"jobs": [{"id": "chat", "gpus": "two"}]}', None, 42, "{}" * 50_000],
+)
+def test_malformed_output_scores_below_the_ird_reward(completion):
+    assert 0.0 <= reward(completion)[0] < IRD_REWARD
+
+
+def test_log_metric_receives_kernel_rates():
+    logged = {}
+    reward(json.dumps(OPTIMAL), json.dumps(CRASHING), "nonsense", log_metric=logged.__setitem__)
+    assert logged["kernel/valid_json_rate"] == pytest.approx(2 / 3)
+    assert logged["kernel/oom_rate"] == pytest.approx(1 / 4)  # one OOM among 4 job rows of 2 valid plans
+    assert 0 < logged["kernel/percent_of_optimum"] < 100
+    assert logged["kernel/ird_rate"] == 0.0
+
+
+def test_registry_and_trl_kwargs():
+    assert REWARD_FUNCS["fleet_reward"] is fleet_reward
+    out = fleet_reward(
+        [json.dumps(OPTIMAL)],
+        [SCENARIO_JSON],
+        prompts=["p"],
+        completion_ids=[[1, 2]],
+        trainer_state=None,
+        log_extra=None,
+    )
+    assert out == [pytest.approx(1.0)]
