@@ -55,9 +55,7 @@ def perturbed_plan(optimal: dict, rng: random.Random) -> dict:
         if rng.random() < 0.3 and "micro_batch_size" in job:
             job["micro_batch_size"] = rng.choice(MICRO_BATCH_SIZES)
         if rng.random() < 0.2:
-            job["gpus"] = (
-                max(0, job["gpus"] + rng.choice((-1, 1))) * job["tensor_parallel"] // job["tensor_parallel"]
-            )
+            job["gpus"] = max(0, job["gpus"] + rng.choice((-1, 1)))  # may break TP divisibility
     return {"jobs": jobs}
 
 

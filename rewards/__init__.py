@@ -11,7 +11,7 @@ component rewards and multi-agent difference rewards are still to come. The pars
 
 from fleet_rl.plan_schema import PLAN_JSON_SCHEMA
 from rewards.fleet_reward import REWARD_FUNCS, fleet_reward
-from rewards.ird import IRD_REWARD, degenerate_strategy
+from rewards.ird import IRD_REWARD, degenerate_plans
 from rewards.parsing import (
     BAD_JSON,
     DUPLICATE_JOB,
@@ -36,7 +36,7 @@ from rewards.parsing import (
 __all__ = [
     "IRD_REWARD",
     "REWARD_FUNCS",
-    "degenerate_strategy",
+    "degenerate_plans",
     "fleet_reward",
     "BAD_JSON",
     "DUPLICATE_JOB",

@@ -20,18 +20,17 @@ import functools
 
 import numpy as np
 
-from fleet_rl.kernel.constants import OK, OOM, STATUSES
+from fleet_rl.kernel.constants import INVALID, OK, OOM, STATUSES, UNALLOCATED, UNSTABLE, UNSUPPORTED
 from fleet_rl.kernel.evaluate import score_batch
 from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.scenario import Scenario
-from rewards.ird import IRD_REWARD, degenerate_strategy
-from rewards.parsing import BAD_JSON, SCHEMA, parse_plan
+from rewards.ird import IRD_REWARD, degenerate_plans
+from rewards.parsing import BAD_JSON, SCHEMA, SEVERAL_PLANS, parse_plan
 
 MALFORMED_REWARD = {BAD_JSON: 0.002, SCHEMA: 0.005}  # every other parse error: 0.0
 INCONSISTENT_REWARD = 0.015
 INFEASIBLE_BASE, PLACED_CREDIT, FITS_CREDIT, RUNS_CREDIT = 0.02, 0.08, 0.08, 0.07
 FEASIBLE_BASE = 0.3
-_INVALID, _UNALLOCATED = STATUSES.index("invalid"), STATUSES.index("unallocated")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -50,13 +49,11 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     parsed = [parse_plan(completion) for completion in completions]
     solved = [solve_scenario(s) for s in scenarios]
     rewards = np.zeros(len(parsed))
-    ird = np.zeros(len(parsed), dtype=bool)
+    ird = np.array([result.error == SEVERAL_PLANS for result in parsed], dtype=bool)
     valid_index = [i for i, result in enumerate(parsed) if result.plan is not None]
     for i, result in enumerate(parsed):
         if result.plan is None:
             rewards[i] = MALFORMED_REWARD.get(result.error, 0.0)
-        if degenerate_strategy(result.plan, result.error, scenarios[i], solved[i]) is not None:
-            ird[i] = True
     percent_of_optimum = np.zeros(len(parsed))
     status_counts = np.zeros(len(STATUSES))
     if valid_index:
@@ -69,7 +66,7 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
         def count(mask):
             return np.bincount(plan_of_row, weights=mask.astype(float), minlength=len(valid_index))
 
-        placed = (status != _UNALLOCATED) & (status != _INVALID)
+        placed = (status != UNALLOCATED) & (status != INVALID)
         runs = status == OK
         placed_count = count(placed)
         all_placed_run = count(placed & ~runs) == 0
@@ -83,6 +80,8 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
         value = np.where(feasible, FEASIBLE_BASE + (1.0 - FEASIBLE_BASE) * scored.score, infeasible)
         value = np.where(scored.valid, value, INCONSISTENT_REWARD)
         rewards[valid_index] = value
+        optimal_gpus = np.concatenate([solved[i].optimal_gpus for i in valid_index])
+        ird[valid_index] = degenerate_plans(scored, optimal_gpus, plan_of_row)
         percent_of_optimum[valid_index] = 100.0 * scored.score
     rewards[ird] = IRD_REWARD
     log_metric = kwargs.get("log_metric")
@@ -90,8 +89,8 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
         rows = max(status_counts.sum(), 1.0)
         log_metric("kernel/valid_json_rate", float(np.mean([r.plan is not None for r in parsed])))
         log_metric("kernel/oom_rate", float(status_counts[OOM] / rows))
-        log_metric("kernel/unstable_rate", float(status_counts[STATUSES.index("unstable")] / rows))
-        log_metric("kernel/unsupported_rate", float(status_counts[STATUSES.index("unsupported")] / rows))
+        log_metric("kernel/unstable_rate", float(status_counts[UNSTABLE] / rows))
+        log_metric("kernel/unsupported_rate", float(status_counts[UNSUPPORTED] / rows))
         log_metric("kernel/ird_rate", float(ird.mean()))
         log_metric("kernel/percent_of_optimum", float(percent_of_optimum.mean()))
     return [float(r) for r in rewards]

@@ -15,9 +15,12 @@ from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel.constants import (
     FP8,
     INT8,
+    INVALID,
     OK,
+    OOM,
     STATUSES,
     TRAIN,
+    UNALLOCATED,
     UNSTABLE_FORMAT,
     UNSUPPORTED,
 )
@@ -86,11 +89,11 @@ def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: s
     table, rows = scored.table, scored.rows
     j = int(rows.job[row])
     gpu = solved.gpu_name
-    if status in (OK, STATUSES.index("invalid")):
+    if status in (OK, INVALID):
         return None
-    if status == STATUSES.index("unallocated"):
+    if status == UNALLOCATED:
         return f"unallocated: job '{job_id}' has no GPUs"
-    if status == STATUSES.index("oom"):
+    if status == OOM:
         need = scored.results.memory_per_gpu_bytes[row] / 1e9
         have = table.memory_capacity_bytes[j] / 1e9
         return f"oom: job '{job_id}' needs {need:.1f} GB per GPU, a {gpu} has {have:.1f} GB"

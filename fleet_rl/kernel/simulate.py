@@ -93,7 +93,6 @@ class RowResults:
     tokens_per_s: np.ndarray  # 0 unless status is ok
     quality_loss: np.ndarray  # fractional
     power_w: np.ndarray  # all GPUs of the job; 0 unless ok
-    busy_time_s: np.ndarray  # compute/memory time per step (the precision-dependent part of a step)
 
 
 def _ring_all_reduce_s(message_bytes, ranks, link_bytes_s, latency_s):
@@ -152,7 +151,6 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
 
     memory = np.empty(num_rows)
     tokens_per_s = np.empty(num_rows)
-    busy_s = np.empty(num_rows)
     busy_fraction = np.empty(num_rows)
     serve_rows = np.flatnonzero(is_serve)
     train_rows = np.flatnonzero(~is_serve)
@@ -167,7 +165,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
                 half_a[subset],
                 half_b[subset],
             )
-            memory[subset], tokens_per_s[subset], busy_s[subset], busy_fraction[subset] = out
+            memory[subset], tokens_per_s[subset], busy_fraction[subset] = out
     memory += CUDA_CONTEXT_BYTES
     oom = memory > table.memory_capacity_bytes[j]
 
@@ -187,12 +185,11 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
         tokens_per_s=np.where(ok, tokens_per_s, 0.0),
         quality_loss=quality_loss,
         power_w=np.where(ok, power_w, 0.0),
-        busy_time_s=busy_s,
     )
 
 
 def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):
-    """train and lora rows: memory per GPU, tokens/s, busy seconds per micro-step, busy fraction."""
+    """train and lora rows: memory per GPU, tokens/s, busy fraction of an optimizer step."""
     j = rows.job[subset]
     is_train = table.kind[j] == TRAIN
     tp = rows.tensor_parallel[subset].astype(np.float64)
@@ -239,11 +236,11 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
     gradient_sync_s = _ring_all_reduce_s(trained_params * GRADIENT_COMM_BYTES / tp, dp, link, latency)
     busy_step_s = micro_steps * busy_s
     step_s = busy_step_s + micro_steps * tp_s + gradient_sync_s
-    return memory, batch * seq / step_s, busy_s, busy_step_s / step_s
+    return memory, batch * seq / step_s, busy_step_s / step_s
 
 
 def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):
-    """serve rows: memory per GPU, generated tokens/s, busy seconds per decode step, busy fraction.
+    """serve rows: memory per GPU, generated tokens/s, busy fraction of a decode step.
 
     The embedding is a lookup: stored, never streamed or multiplied."""
     j = rows.job[subset]
@@ -279,7 +276,7 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
         * _ring_all_reduce_s(message, tp, table.link_bytes_s[j], table.link_latency_s[j])
     )
     step_s = busy_s + tp_s
-    return memory, batch / step_s, busy_s, busy_s / step_s
+    return memory, batch / step_s, busy_s / step_s
 
 
 def job_values(table: JobTable, rows: PlanRows, results: RowResults, reference_tokens_per_s: np.ndarray):

@@ -164,6 +164,7 @@ class SolvedScenario:
     gpu_name: str
     gpu_count: int
     default_kv: list[int]  # per job: the KV format a plan gets when it names none
+    optimal_gpus: np.ndarray  # (J,) GPUs the optimum gives each job
 
 
 def _row_to_job_plan(job_id: str, rows: PlanRows, i: int, serve: bool) -> dict:
@@ -242,4 +243,5 @@ def solve_scenario(scenario) -> SolvedScenario:
         gpu_name=scenario.cluster.gpu,
         gpu_count=count,
         default_kv=default_kv,
+        optimal_gpus=np.array(counts, dtype=np.int64),
     )
