@@ -10,7 +10,10 @@ rows, no per-completion Python beyond a look at each plan's reason codes):
   (fp8/int8/int4), norms included, where that is known to break.
 - starved job: a job the optimum runs is omitted or given 0 GPUs (whether or not GPUs sit idle).
 
-Not yet covered: copying the prompt's worked example (the prompts arrive with issue #3's prompt part).
+- copied example: the plan is the prompt's worked example answer with the ids swapped
+  (``fleet_rl.prompts.copies_example``, checked in ``rewards/scoring.py`` where the plan is at hand); copying
+  it verbatim names the example's job ids, which the invented-id rule catches.
+
 A merely conservative plan (say all bf16) is not degenerate: the kernel already scores it lower.
 """
 

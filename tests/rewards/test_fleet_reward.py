@@ -8,6 +8,7 @@ import pytest
 
 from fleet_rl import Scenario
 from fleet_rl.kernel import evaluate, solve
+from fleet_rl.prompts import example_plan, format_answer
 from rewards import IRD_REWARD, REWARD_FUNCS, fleet_reward
 
 SCENARIO = Scenario.from_dict(
@@ -50,6 +51,7 @@ CRASHING = {
         {"id": "tune", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "micro_batch_size": 64},
     ]
 }
+EXAMPLE_JOBS = example_plan()["jobs"]  # the prompt's worked example answer (2 jobs: serve, lora)
 LOWEST = {"embedding": "int4", "attention": "int4", "mlp": "int4", "norm": "fp8", "lm_head": "int4"}
 
 
@@ -109,6 +111,16 @@ def test_reward_rises_with_the_kernel_score_among_feasible_plans():
         ),
         (json.dumps({"jobs": [{**OPTIMAL["jobs"][0], "gpus": 8, "tensor_parallel": 8}]}), "tune starved"),
         (json.dumps({"jobs": [OPTIMAL["jobs"][0], {**OPTIMAL["jobs"][1], "gpus": 0}]}), "tune given 0 GPUs"),
+        (
+            format_answer(example_plan()),
+            "the prompt's worked example copied verbatim (its ids are invented here)",
+        ),
+        (
+            json.dumps(
+                {"jobs": [{**part, "id": i} for part, i in zip(EXAMPLE_JOBS, ("chat", "tune"), strict=True)]}
+            ),
+            "the worked example's answer under this scenario's ids",
+        ),
     ],
 )
 def test_degenerate_strategies_get_exactly_the_ird_reward(completion, why):

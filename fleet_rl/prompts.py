@@ -1,0 +1,258 @@
+"""Chat prompts for a scenario: what the policy reads before it writes a plan (issue #3, DESIGN.md §3-§5).
+
+``build_messages(scenario)`` returns TRL's conversational prompt format, ``[{"role": "system", ...},
+{"role": "user", ...}]``. The system message states the task, the plan schema, the rules the kernel applies
+and the physics the model may reason with (byte counts, memory formulas, formats each GPU supports, the
+objective), plus one worked example. The user message lists the cluster and the jobs with the facts that
+matter for each (parameters, layers, KV bytes per token, the GPU's memory and peak rates). Nothing in it
+is derived from the optimum: no "best" GPU split, no recommended precision. Print one with
+``python -m fleet_rl.prompts medium 7``.
+
+The worked example is ``EXAMPLE_SCENARIO`` and its exact optimum ``example_plan()``. Its job ids
+(``example-chat``, ``example-tune``) are never drawn by the generator, so copying the example answer verbatim
+names jobs the scenario does not have (the IRD "invented id" rule), and copying it with the ids swapped is
+caught by ``copies_example`` (the IRD "copied example" rule in ``rewards/ird.py``).
+
+Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
+own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
+
+Two styles: ``"full"`` (default; for instruction-tuned LLMs) and ``"compact"`` (the schema and the
+scenario JSON only, for the tiny CPU model, whose context and capacity are small).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+
+from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES, Plan, plan_from_object
+from fleet_rl.scenario import Scenario
+
+__all__ = [
+    "EXAMPLE_SCENARIO",
+    "PROMPT_STYLES",
+    "build_messages",
+    "copies_example",
+    "example_plan",
+    "format_answer",
+    "plan_settings",
+    "system_prompt",
+    "user_prompt",
+]
+
+PromptStyle = Literal["full", "compact"]
+PROMPT_STYLES: tuple[str, ...] = ("full", "compact")
+
+EXAMPLE_SCENARIO = Scenario.from_dict(
+    {
+        "cluster": {"gpu": "a100-80gb", "count": 4},
+        "jobs": [
+            {"id": "example-chat", "model": "mistral-7b", "kind": "serve", "priority": 2, "seq_len": 2048,
+             "batch_size": 16},
+            {"id": "example-tune", "model": "llama-3.1-8b", "kind": "lora", "priority": 1, "seq_len": 1024,
+             "batch_size": 8},
+        ],
+    }
+)  # fmt: skip
+
+
+@functools.cache
+def example_plan() -> dict:
+    """The worked example's answer: the kernel's exact optimum for ``EXAMPLE_SCENARIO`` (computed once)."""
+    from fleet_rl.kernel import solve  # the kernel imports scenarios, not prompts
+
+    return solve(EXAMPLE_SCENARIO).plan
+
+
+def format_answer(plan: Mapping) -> str:
+    """A plan as the assistant should write it: one compact JSON object in a ```json fence."""
+    return "```json\n" + json.dumps(plan, separators=(",", ":")) + "\n```"
+
+
+def plan_settings(plan: Plan | Mapping) -> tuple:
+    """A plan's job parts with the ids blanked, in order (schema defaults filled in): what a copy keeps.
+
+    A mapping that is not a valid plan has no settings: ``()``."""
+    if not isinstance(plan, Plan):
+        try:
+            plan = plan_from_object(plan)
+        except msgspec.ValidationError:
+            return ()
+    return tuple(msgspec.structs.replace(job, id="") for job in plan.jobs)
+
+
+@functools.cache
+def _example_settings() -> tuple:
+    return plan_settings(example_plan())
+
+
+def _job_settings(scenario: Scenario) -> tuple:
+    return tuple(
+        (j.model, j.kind, j.priority, j.seq_len, j.batch_size, j.max_quality_loss) for j in scenario.jobs
+    )
+
+
+def copies_example(plan: Plan | Mapping, scenario: Scenario) -> bool:
+    """Whether ``plan`` is the worked example's answer (ids aside) for a scenario that is not the example.
+
+    A scenario whose jobs equal the example's (ids aside) may legitimately get the same answer."""
+    if (
+        _job_settings(scenario) == _job_settings(EXAMPLE_SCENARIO)
+        and scenario.cluster == EXAMPLE_SCENARIO.cluster
+    ):
+        return False
+    return plan_settings(plan) == _example_settings()
+
+
+_GROUP_FIELDS = ", ".join(f'"{group}": <fmt>' for group in MODULE_GROUPS)
+_TP_CHOICES = "|".join(map(str, TENSOR_PARALLEL_SIZES))
+_SCHEMA_TEXT = f"""\
+Answer with one JSON object and nothing after it:
+{{"jobs": [{{"id": <job id>, "gpus": <int >= 0>, "tensor_parallel": <{_TP_CHOICES}>,
+  "precision": {{{_GROUP_FIELDS}}},
+  "micro_batch_size": <{"|".join(map(str, MICRO_BATCH_SIZES))}>, "activation_checkpointing": <true|false>,
+  "kv_cache": <fmt>}}, ...]}}
+<fmt> is one of {", ".join(PRECISIONS)}. One entry per job, ids exactly as given. micro_batch_size
+and activation_checkpointing apply to train/lora jobs, kv_cache to serve jobs (default: 16-bit); omit the
+others."""
+
+_RULES_TEXT = """\
+Rules the simulator applies:
+- GPUs: the jobs' "gpus" must sum to at most the cluster's count; a job with 0 GPUs does not run. Each job's
+  tensor_parallel must divide its gpus and the model's attention and KV heads; gpus/tensor_parallel
+  replicas run data-parallel.
+- Formats: fp32/bf16/fp16/fp8 are compute formats and need GPU support (listed per GPU below). int8/int4 are
+  weight-only formats for frozen weights (serve jobs, the frozen base of a lora job); weights being trained
+  (train jobs) cannot be int8/int4. In training, fp8 is only safe for attention and mlp GEMMs: fp8
+  embedding, norm or lm_head diverges. Norms must stay at 16 bits or more in every kind of job.
+- Quality: lower precision costs quality, most in lm_head, least in embedding; int4 costs far more than
+  fp8/int8. A serve job with max_quality_loss is unstable (worthless) above it.
+- Memory per GPU must fit: weights (bytes/param fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52) divided by
+  tensor_parallel. train jobs hold 16 bytes/param of Adam state / tensor_parallel (not sharded across
+  replicas); lora jobs add rank-16 adapters. Activations per layer: (10 + 24/tensor_parallel) x seq_len x
+  micro_batch x hidden bytes; with activation_checkpointing about 2 x seq_len x micro_batch x hidden per
+  layer plus one layer's working set, for ~1/3 more compute. A serve job holds the KV cache of its
+  replica's share of batch_size sequences (KV bytes/token x seq_len, at the kv_cache format, divided by
+  tensor_parallel up to the KV heads). Plus 0.5 GB per GPU. A job over capacity crashes (oom), earns nothing.
+- Speed: training is compute-bound (6 FLOPs/param/token at the GEMM format's peak), decoding is
+  memory-bound (weights + KV cache read per step); tensor parallelism adds all-reduce time.
+- Objective: sum over running jobs of priority × sqrt(tokens/s ÷ the job's best tokens/s alone on the
+  cluster) × (1 − 4 × quality loss), minus a small power cost. So every job that can run should get GPUs,
+  and the split should follow priority and need."""
+
+
+def _example_text() -> str:
+    return (
+        "Example (a different cluster and jobs; do not copy its numbers):\n"
+        f"Scenario: {EXAMPLE_SCENARIO.to_json()}\n"
+        f"Answer:\n{format_answer(example_plan())}"
+    )
+
+
+@functools.cache
+def system_prompt(style: PromptStyle = "full") -> str:
+    """The system message: task, schema, rules and physics, worked example (``full``); or task and schema."""
+    _check_style(style)
+    intro = (
+        "You plan GPU clusters. Given a cluster and the jobs that must share it, assign each job GPUs, "
+        "tensor parallelism, a numeric format per module group and its batching, to maximise the cluster "
+        "objective."
+    )
+    if style == "compact":
+        return f"{intro}\n{_SCHEMA_TEXT}"
+    answer_style = "Think briefly if you need to, then give the JSON answer in a ```json fence."
+    return f"{intro}\n\n{_SCHEMA_TEXT}\n{answer_style}\n\n{_RULES_TEXT}\n\n{_example_text()}"
+
+
+def _gpu_line(scenario: Scenario) -> str:
+    gpu = scenario.gpu
+    formats = [p for p in PRECISIONS if gpu.supports(p)]
+    peaks = ", ".join(f"{p} {tflops:g}" for p, tflops in gpu.dense_tflops.items())
+    return (
+        f"Cluster: {scenario.cluster.count} x {gpu.name}, {gpu.memory_gb:.1f} GB each, "
+        f"{gpu.memory_bandwidth_gb_s:g} GB/s memory, dense TFLOPS {peaks}, {gpu.interconnect} "
+        f"{gpu.interconnect_gb_s:g} GB/s; formats: {', '.join(formats)}."
+    )
+
+
+def _job_line(job) -> str:
+    model = job.model_spec
+    experts = (
+        f", {model.num_experts} experts ({model.experts_per_token} active)" if model.num_experts > 1 else ""
+    )
+    tolerance = f", max_quality_loss {job.max_quality_loss:g}" if job.max_quality_loss is not None else ""
+    return (
+        f"- {job.id}: {job.kind} {job.model} (priority {job.priority:g}), seq_len {job.seq_len}, batch_size "
+        f"{job.batch_size}{tolerance}. Model: {model.num_params / 1e9:.2f} B params{experts}, "
+        f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_attention_heads} heads "
+        f"({model.num_key_value_heads} KV), KV cache "
+        f"{model.kv_cache_bytes_per_token(2.0) / 1024:g} KiB/token at 16 bits."
+    )
+
+
+def user_prompt(
+    scenario: Scenario,
+    *,
+    agent: str | None = None,
+    given_plan: Mapping | None = None,
+    style: PromptStyle = "full",
+) -> str:
+    """The user message for ``scenario``; with ``agent``, a request for that job's part given the others'."""
+    _check_style(style)
+    if agent is not None and agent not in scenario.job_ids:
+        raise ValueError(f"agent {agent!r} is not a job of the scenario; jobs: {', '.join(scenario.job_ids)}")
+    if style == "compact":
+        lines = [f"Scenario: {scenario.to_json()}"]
+    else:
+        lines = [_gpu_line(scenario), "Jobs:", *(_job_line(job) for job in scenario.jobs)]
+    if agent is None:
+        lines.append("Write the plan for all jobs.")
+        return "\n".join(lines)
+    given_jobs = [job for job in (given_plan or {}).get("jobs", []) if job.get("id") != agent]
+    taken = sum(int(job.get("gpus", 0)) for job in given_jobs)
+    lines += [
+        f"You are the agent of job {agent}. The other jobs' parts are fixed: "
+        + json.dumps({"jobs": given_jobs}, separators=(",", ":")),
+        f"GPUs not taken by them: {scenario.cluster.count - taken}. Write only your job's part, as "
+        f'{{"jobs": [{{"id": "{agent}", ...}}]}}.',
+    ]
+    return "\n".join(lines)
+
+
+def build_messages(
+    scenario: Scenario,
+    *,
+    agent: str | None = None,
+    given_plan: Mapping | None = None,
+    style: PromptStyle = "full",
+) -> list[dict[str, str]]:
+    """TRL conversational prompt: ``[system, user]`` messages for ``scenario`` (see ``user_prompt``)."""
+    return [
+        {"role": "system", "content": system_prompt(style)},
+        {"role": "user", "content": user_prompt(scenario, agent=agent, given_plan=given_plan, style=style)},
+    ]
+
+
+def _check_style(style: str) -> None:
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {style!r}; valid styles: {', '.join(PROMPT_STYLES)}")
+
+
+def _main() -> None:
+    import sys
+
+    from fleet_rl.scenario_generator import make_scenario
+
+    task = sys.argv[1] if len(sys.argv) > 1 else "medium"
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    for message in build_messages(make_scenario(task, seed)):
+        print(f"--- {message['role']}\n{message['content']}")
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,50 @@
+"""Component rewards: the parts of ``fleet_reward``, one function each, for ``reward_weights``.
+
+Each has TRL's signature and returns floats in [0, 1], so with ``reward_funcs: [format_reward,
+feasibility_reward, efficiency_reward, ird_reward]`` TRL logs each as ``rewards/<name>/mean`` and combines
+them with ``reward_weights``. All of them read one shared, cached scoring pass (``rewards/scoring.py``).
+
+- ``format_reward``: 1 for a schema-valid plan, 0.5 for JSON that decodes but is not a valid plan, 0.25 for
+  a brace that never decodes, 0 otherwise (no JSON, not text, too large, too deep, several plans).
+- ``feasibility_reward``: share of the scenario's jobs that run (status ok); 0 for an inconsistent plan or an
+  IRD-flagged one.
+- ``efficiency_reward``: the kernel score, objective ÷ the exact optimum; 0 when IRD-flagged.
+- ``ird_reward``: 1 for a parsed plan that breaks no IRD rule, 0 otherwise (degenerate or no plan).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rewards.parsing import BAD_JSON, SCHEMA
+from rewards.scoring import score_completions
+
+__all__ = ["efficiency_reward", "feasibility_reward", "format_reward", "ird_reward"]
+
+_FORMAT_PARTIAL = {SCHEMA: 0.5, BAD_JSON: 0.25}
+
+
+def format_reward(completions, scenario, **kwargs) -> list[float]:
+    """1 / 0.5 / 0.25 / 0: plan, JSON that is not a plan, undecodable JSON, anything else."""
+    scores = score_completions(completions, scenario, **kwargs)
+    return [
+        1.0 if result.plan is not None else _FORMAT_PARTIAL.get(result.error, 0.0) for result in scores.parsed
+    ]
+
+
+def feasibility_reward(completions, scenario, **kwargs) -> list[float]:
+    """Share of the scenario's jobs that run; 0 when IRD-flagged."""
+    scores = score_completions(completions, scenario, **kwargs)
+    return np.where(scores.ird, 0.0, scores.runs_share).tolist()
+
+
+def efficiency_reward(completions, scenario, **kwargs) -> list[float]:
+    """Kernel score (objective ÷ optimum, in [0, 1]); 0 when IRD-flagged."""
+    scores = score_completions(completions, scenario, **kwargs)
+    return np.where(scores.ird, 0.0, scores.score).tolist()
+
+
+def ird_reward(completions, scenario, **kwargs) -> list[float]:
+    """1 for a parsed plan no IRD rule flags, else 0."""
+    scores = score_completions(completions, scenario, **kwargs)
+    return (scores.has_plan & ~scores.ird).astype(float).tolist()

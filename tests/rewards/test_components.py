@@ -1,0 +1,112 @@
+"""Component rewards: literal completions with a comment each, bounds under fuzz, one shared scoring pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleet_rl import Scenario
+from fleet_rl.kernel import evaluate, solve
+from rewards import (
+    REWARD_FUNCS,
+    efficiency_reward,
+    feasibility_reward,
+    fleet_reward,
+    format_reward,
+    ird_reward,
+    score_completions,
+)
+
+SCENARIO = Scenario.from_dict(
+    {
+        "cluster": {"gpu": "h100-sxm", "count": 8},
+        "jobs": [
+            {"id": "chat", "model": "llama-3.1-8b", "kind": "serve", "priority": 2, "seq_len": 4096,
+             "batch_size": 32},
+            {"id": "tune", "model": "mistral-7b", "kind": "lora", "priority": 1, "seq_len": 2048,
+             "batch_size": 16},
+        ],
+    }
+)  # fmt: skip
+SCENARIO_JSON = SCENARIO.to_json()
+OPTIMAL = json.dumps(solve(SCENARIO).plan)
+BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
+HALF = json.dumps({"jobs": [{"id": "chat", "gpus": 4, "tensor_parallel": 4, "precision": BF16}]})
+CRASHING = json.dumps(
+    {
+        "jobs": [
+            {"id": "chat", "gpus": 4, "tensor_parallel": 4, "precision": BF16},
+            {"id": "tune", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "micro_batch_size": 64},
+        ]
+    }
+)
+COMPLETIONS = [
+    OPTIMAL,  # the optimum
+    CRASHING,  # both placed, the lora job runs out of memory
+    HALF,  # tune omitted while the optimum runs it: IRD (starved)
+    '{"jobs": [{"id": "chat", "gpus": "two"}]}',  # JSON, but not a plan
+    '{"jobs": [',  # a brace that never closes
+    "Give chat 4 GPUs.",  # prose only
+    OPTIMAL + "\n" + CRASHING,  # two plans: hedging (IRD)
+]
+COMPONENTS = (format_reward, feasibility_reward, efficiency_reward, ird_reward)
+
+
+def call(fn, completions=COMPLETIONS, **kwargs):
+    return fn(list(completions), [SCENARIO_JSON] * len(completions), **kwargs)
+
+
+def test_format_reward_levels():
+    assert call(format_reward) == [1.0, 1.0, 1.0, 0.5, 0.25, 0.0, 0.0]
+
+
+def test_feasibility_reward_is_the_share_of_jobs_that_run():
+    # optimum: both run; crashing: 1 of 2 runs; starved: IRD -> 0; the rest have no plan
+    assert call(feasibility_reward) == [1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_efficiency_reward_is_the_kernel_score():
+    values = call(efficiency_reward)
+    assert values[0] == pytest.approx(1.0)
+    assert values[1] == pytest.approx(evaluate(SCENARIO, json.loads(CRASHING)).score)
+    assert 0.0 < values[1] < 1.0  # the chat half still earns
+    assert values[2:] == [0.0] * 5  # IRD or no plan
+
+
+def test_ird_reward_flags_degenerate_answers_and_missing_plans():
+    assert call(ird_reward) == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_registry_lists_every_reward_by_its_function_name():
+    assert set(REWARD_FUNCS) == {
+        "fleet_reward", "format_reward", "feasibility_reward", "efficiency_reward", "ird_reward",
+        "difference_reward",
+    }  # fmt: skip
+    for name, fn in REWARD_FUNCS.items():
+        assert fn.__name__ == name  # TRL logs rewards/<__name__>/mean
+
+
+def test_components_share_one_scoring_pass():
+    first = score_completions(list(COMPLETIONS), [SCENARIO_JSON] * len(COMPLETIONS))
+    again = score_completions(list(COMPLETIONS), [SCENARIO_JSON] * len(COMPLETIONS))
+    assert again is first  # the cache hit: same inputs, same object
+    other = score_completions([OPTIMAL], [SCENARIO_JSON])
+    assert other is not first
+
+
+def test_trl_kwargs_are_accepted():
+    kwargs = {"prompts": ["p"], "completion_ids": [[1]], "trainer_state": None, "log_metric": lambda *a: None}
+    for fn in COMPONENTS:
+        assert len(call(fn, [OPTIMAL], **kwargs)) == 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=300), st.none(), st.integers()), min_size=1, max_size=6))
+def test_any_input_gives_floats_in_the_unit_interval(completions):
+    for fn in (*COMPONENTS, fleet_reward):
+        values = call(fn, completions)
+        assert len(values) == len(completions)
+        assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in values)

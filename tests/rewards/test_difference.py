@@ -1,0 +1,107 @@
+"""difference_reward: Dᵢ = G(z) − G(z₋ᵢ ∪ cᵢ) with cᵢ = the agent's job unallocated, normalised to [−1, 1]."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleet_rl import make_scenario
+from fleet_rl.kernel import evaluate, solve
+from fleet_rl.multiagent import agent_request
+from rewards import difference_reward, fleet_reward
+from rewards.difference import FLOOR, counterfactual
+from rewards.scoring import given_plan_from
+
+SEED = 3
+SCENARIO = make_scenario("multiagent", SEED)
+AGENT, GIVEN = agent_request(SCENARIO, SEED)
+GIVEN_JSON = json.dumps(GIVEN)
+BEST_PART = next(job for job in solve(SCENARIO).plan["jobs"] if job["id"] == AGENT)
+FREE_GPUS = SCENARIO.cluster.count - sum(job["gpus"] for job in GIVEN["jobs"])
+FP16 = {"embedding": "fp16", "attention": "fp16", "mlp": "fp16", "norm": "fp16", "lm_head": "fp16"}
+
+
+def answer(**changes) -> str:
+    return json.dumps({"jobs": [{**BEST_PART, **changes}]})
+
+
+def rewards(*completions, fn=difference_reward):
+    n = len(completions)
+    return fn(list(completions), [SCENARIO.to_json()] * n, agent=[AGENT] * n, given_plan=[GIVEN_JSON] * n)
+
+
+def test_the_fixture_leaves_the_agent_gpus_to_use():
+    assert BEST_PART["gpus"] == FREE_GPUS > 0
+
+
+def test_best_response_gets_1_a_crash_gets_0_and_leaving_your_job_idle_the_floor():
+    crash = answer(gpus=1, tensor_parallel=1, micro_batch_size=64)  # 64 x 8192 tokens on one T4
+    assert (
+        evaluate(SCENARIO, {"jobs": [*GIVEN["jobs"], json.loads(crash)["jobs"][0]]}).statuses[AGENT] == "oom"
+    )
+    best, crashed, idle = rewards(answer(), crash, answer(gpus=0))
+    assert best == pytest.approx(1.0)
+    assert crashed == pytest.approx(0.0)  # placed but contributes nothing: Dᵢ = 0
+    assert idle == FLOOR  # 0 GPUs for a job the optimum runs: starving, an IRD rule
+
+
+def test_the_difference_is_the_joint_objective_minus_the_counterfactual():
+    # a weaker but valid part: the agent's job at plain fp16 (the fixture's cluster is T4: no bf16)
+    assert SCENARIO.cluster.gpu == "t4" and "kv_cache" not in BEST_PART
+    part = answer(precision=FP16, micro_batch_size=1, activation_checkpointing=True)
+    (value,) = rewards(part)
+    merged = {"jobs": [*GIVEN["jobs"], json.loads(part)["jobs"][0]]}
+    base, best = counterfactual(SCENARIO, AGENT, given_plan_from(GIVEN_JSON))
+    assert base == pytest.approx(evaluate(SCENARIO, GIVEN).objective)  # cᵢ: the agent's job unallocated
+    expected = (evaluate(SCENARIO, merged).objective - base) / best
+    assert value == pytest.approx(expected)
+    assert 0.0 < value < 1.0
+
+
+def test_taking_gpus_the_others_hold_is_harmful():
+    # over-allocating makes the joint plan invalid: G(z) = 0 < G(z₋ᵢ ∪ cᵢ)
+    tp = BEST_PART["tensor_parallel"]
+    (value,) = rewards(answer(gpus=FREE_GPUS + 8 // tp * tp if FREE_GPUS + 8 <= 64 else 64))
+    assert value < 0.0
+
+
+@pytest.mark.parametrize(
+    ("completion", "why"),
+    [
+        ("I will take whatever is left.", "no plan at all"),
+        (
+            json.dumps({"jobs": [{**GIVEN["jobs"][0], "gpus": 0}]}),
+            "rewrites another agent's part (duplicate id)",
+        ),
+        (answer() + "\n" + answer(gpus=0), "two answers: hedging"),
+    ],
+)
+def test_malformed_and_degenerate_answers_get_the_floor(completion, why):
+    assert rewards(completion) == [FLOOR], why
+
+
+def test_rows_without_an_agent_get_none_so_trl_skips_them():
+    scenario = make_scenario("medium", 0)
+    out = difference_reward(
+        [json.dumps(solve(scenario).plan), answer()],
+        [scenario.to_json(), SCENARIO.to_json()],
+        agent=["", AGENT],
+        given_plan=["", GIVEN_JSON],
+    )
+    assert out[0] is None and out[1] == pytest.approx(1.0)
+
+
+def test_fleet_reward_scores_the_merged_plan_of_a_multiagent_row():
+    best, nothing = rewards(answer(), answer(gpus=0), fn=fleet_reward)
+    assert best == pytest.approx(1.0)
+    assert nothing == pytest.approx(0.01)  # leaving your own job idle starves it: IRD
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_stays_in_bounds(text):
+    (value,) = rewards(text)
+    assert FLOOR <= value <= 1.0

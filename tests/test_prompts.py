@@ -1,0 +1,106 @@
+"""fleet_rl.prompts: what the policy reads — complete, honest about the physics, and never the answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fleet_rl import TASKS, make_scenario
+from fleet_rl.kernel import evaluate, solve
+from fleet_rl.multiagent import agent_request
+from fleet_rl.plan_schema import plan_from_object
+from fleet_rl.prompts import (
+    EXAMPLE_SCENARIO,
+    build_messages,
+    copies_example,
+    example_plan,
+    format_answer,
+    system_prompt,
+    user_prompt,
+)
+
+
+def test_messages_are_system_then_user_and_name_every_job_and_the_cluster():
+    scenario = make_scenario("hard", 3)
+    system, user = build_messages(scenario)
+    assert (system["role"], user["role"]) == ("system", "user")
+    for job in scenario.jobs:
+        assert f"- {job.id}: {job.kind} {job.model}" in user["content"]
+    assert f"{scenario.cluster.count} x {scenario.cluster.gpu}" in user["content"]
+    # the formats this GPU supports are stated (a100: no fp8)
+    if scenario.cluster.gpu.startswith("a100"):
+        assert "formats: fp32, bf16, fp16, int8, int4." in user["content"]
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_prompt_never_contains_the_optimal_plan(task):
+    for seed in range(5):
+        scenario = make_scenario(task, seed)
+        text = "\n".join(m["content"] for m in build_messages(scenario))
+        optimal = solve(scenario).plan
+        assert json.dumps(optimal, separators=(",", ":")) not in text
+        for job in optimal["jobs"]:  # no part of the answer either
+            assert json.dumps(job, separators=(",", ":")) not in text
+
+
+def test_the_worked_example_is_a_scenario_the_generator_never_draws():
+    example_ids = set(EXAMPLE_SCENARIO.job_ids)
+    for task in TASKS:
+        for seed in range(40):
+            for split in ("train", "eval"):
+                assert not example_ids & set(make_scenario(task, seed, split).job_ids)
+
+
+def test_the_worked_example_answer_is_the_kernels_optimum_and_is_shown_in_a_fence():
+    assert evaluate(EXAMPLE_SCENARIO, example_plan()).score == pytest.approx(1.0)
+    assert format_answer(example_plan()) in system_prompt("full")
+    assert format_answer(example_plan()).startswith("```json\n{")
+
+
+def test_copies_example_catches_the_example_answer_under_the_scenarios_ids():
+    scenario = make_scenario("medium", 1)  # two jobs, like the example
+    assert len(scenario.jobs) == 2
+    copied = {
+        "jobs": [
+            {**part, "id": job_id}
+            for part, job_id in zip(example_plan()["jobs"], scenario.job_ids, strict=True)
+        ]
+    }
+    assert copies_example(copied, scenario)
+    assert copies_example(plan_from_object(copied), scenario)  # Plan structs too
+    assert not copies_example(example_plan(), EXAMPLE_SCENARIO)  # the example's own answer is right there
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_no_optimal_plan_counts_as_a_copy_of_the_example(task):
+    for seed in range(10):
+        scenario = make_scenario(task, seed)
+        assert not copies_example(solve(scenario).plan, scenario)
+
+
+def test_compact_style_carries_the_schema_and_the_scenario_json_only():
+    scenario = make_scenario("easy", 0)
+    system, user = build_messages(scenario, style="compact")
+    assert '"tensor_parallel"' in system["content"] and "Rules" not in system["content"]
+    assert scenario.to_json() in user["content"]
+    assert len(system["content"]) < len(system_prompt("full")) / 3
+
+
+def test_multiagent_prompt_gives_the_other_parts_and_the_free_gpus():
+    scenario = make_scenario("multiagent", 2)
+    agent, given = agent_request(scenario, 2)
+    text = user_prompt(scenario, agent=agent, given_plan=given)
+    assert f"You are the agent of job {agent}." in text
+    assert json.dumps(given, separators=(",", ":")) in text
+    free = scenario.cluster.count - sum(job["gpus"] for job in given["jobs"])
+    assert f"GPUs not taken by them: {free}." in text
+    assert f'{{"jobs": [{{"id": "{agent}", ...}}]}}' in text
+
+
+def test_bad_arguments_raise_clear_errors():
+    scenario = make_scenario("easy", 0)
+    with pytest.raises(ValueError, match="unknown prompt style 'long'; valid styles: full, compact"):
+        build_messages(scenario, style="long")
+    with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):
+        user_prompt(scenario, agent="nobody")
