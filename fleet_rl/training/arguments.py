@@ -1,0 +1,89 @@
+"""``FleetScriptArguments``: the fields ``train_grpo.py`` adds to TRL's ``GRPOConfig`` and ``ModelConfig``.
+
+Everything standard (steps, batch sizes, learning rate, ``num_generations``, ``report_to``, ``output_dir``,
+``save_steps``, ``resume_from_checkpoint``, LoRA and 4-bit options, vLLM) stays in TRL's dataclasses, so a
+YAML config holds flat keys named exactly like the dataclass fields and any of them can be overridden on
+the command line (``--max_steps 4``). This dataclass holds what TRL cannot know: which scenarios to train
+on, which reward functions to use, how to load the model, and the tiny CPU preset's warm start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fleet_rl.prompts import PROMPT_STYLES
+from fleet_rl.scenario_generator import TASKS
+
+__all__ = ["BACKENDS", "SFT_TARGETS", "FleetScriptArguments"]
+
+BACKENDS: tuple[str, ...] = ("transformers", "unsloth")
+SFT_TARGETS: tuple[str, ...] = ("optimal",)
+
+
+@dataclass
+class FleetScriptArguments:
+    """Scenario mix, rewards, backend, warm start and final evaluation of a ``train_grpo.py`` run."""
+
+    tasks: list[str] = field(
+        default_factory=lambda: list(TASKS),
+        metadata={"help": f"Task tiers to draw training prompts from, any of {', '.join(TASKS)}."},
+    )
+    task_weights: list[float] | None = field(
+        default=None,
+        metadata={"help": "Relative share of each task in `tasks` (default: equal shares)."},
+    )
+    curriculum: bool = field(
+        default=False,
+        metadata={"help": "Order prompts from the first task to the last (easy → hard); disables shuffling."},
+    )
+    num_prompts: int = field(default=2000, metadata={"help": "Number of training prompts (scenarios)."})
+    dataset_seed: int = field(
+        default=0, metadata={"help": "Seed of the scenario stream (independent of the training `seed`)."}
+    )
+    prompt_style: str = field(
+        default="full",
+        metadata={"help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (compact: the tiny CPU model)."},
+    )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["fleet_reward"],
+        metadata={"help": "Reward functions: names in rewards.REWARD_FUNCS or dotted import paths."},
+    )
+    backend: str = field(
+        default="transformers",
+        metadata={"help": f"Model loading backend, one of {', '.join(BACKENDS)} (unsloth needs a CUDA GPU)."},
+    )
+    build_tiny_model: bool = field(
+        default=False,
+        metadata={
+            "help": "Create the tiny local Llama at `model_name_or_path` if it is missing (CPU preset)."
+        },
+    )
+    sft_steps: int = field(
+        default=0,
+        metadata={
+            "help": "SFT warm-start steps on oracle plans before GRPO (0: none; the tiny preset needs it)."
+        },
+    )
+    sft_learning_rate: float = field(default=2e-3, metadata={"help": "Learning rate of the SFT warm start."})
+    sft_batch_size: int = field(default=8, metadata={"help": "Per-device batch size of the SFT warm start."})
+    sft_num_examples: int = field(default=512, metadata={"help": "Oracle examples for the SFT warm start."})
+    sft_target: str = field(
+        default="optimal",
+        metadata={"help": f"Plans the warm start imitates, one of {', '.join(SFT_TARGETS)}."},
+    )
+    eval_scenarios: int = field(
+        default=0,
+        metadata={
+            "help": "Held-out scenarios to evaluate after training (0: skip); writes eval_report.json."
+        },
+    )
+    max_seq_length: int = field(
+        default=4096,
+        metadata={"help": "Unsloth: maximum prompt + completion length the model is loaded for."},
+    )
+    fast_inference: bool = field(
+        default=False, metadata={"help": "Unsloth: generate with its vLLM engine (`fast_inference=True`)."}
+    )
+    gpu_memory_utilization: float = field(
+        default=0.6, metadata={"help": "Unsloth fast inference: share of GPU memory vLLM may take."}
+    )

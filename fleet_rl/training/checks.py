@@ -1,0 +1,91 @@
+"""Option checks that run before any model loads: a bad run fails in a second with what to change.
+
+TRL's ``GRPOConfig`` already rejects a generation batch that is not a multiple of ``num_generations`` when
+the arguments are parsed; ``train_grpo.py`` turns that into a usage error with ``batch_hint``. Everything
+specific to this project is checked here: backend and hardware, reward names and weights, the task mix,
+the prompt style and the warm start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from fleet_rl.prompts import PROMPT_STYLES
+from fleet_rl.scenario_generator import TASKS
+from fleet_rl.training.arguments import BACKENDS, SFT_TARGETS, FleetScriptArguments
+from fleet_rl.training.reward_resolution import resolve_reward_funcs
+
+__all__ = ["GPU_INSTALL_HINT", "batch_hint", "check_options"]
+
+GPU_INSTALL_HINT = "pip install -c constraints/gpu.txt -e '.[gpu]' on a machine with an NVIDIA GPU"
+
+
+def batch_hint(message: str) -> str:
+    """TRL's batch-size error with the knobs to turn."""
+    if "num_generations" in message or "generation_batch_size" in message:
+        return (
+            f"{message}\nEach optimizer step generates per_device_train_batch_size × processes × "
+            "steps_per_generation completions, in groups of num_generations per prompt: make that product a "
+            "multiple of num_generations (e.g. --per_device_train_batch_size 8 --num_generations 8)."
+        )
+    return message
+
+
+def check_options(
+    script_args: FleetScriptArguments, training_args, model_args, *, cuda_available: bool
+) -> list:
+    """Raise ``ValueError`` naming the option to change; return the resolved reward functions."""
+    if script_args.backend not in BACKENDS:
+        raise ValueError(f"unknown backend {script_args.backend!r}; valid backends: {', '.join(BACKENDS)}")
+    if script_args.backend == "unsloth":
+        if not cuda_available:
+            raise ValueError(
+                "backend 'unsloth' needs a CUDA GPU and none is visible; use --backend transformers "
+                "(bitsandbytes 4-bit + PEFT LoRA, runs on CPU too)"
+            )
+        if importlib.util.find_spec("unsloth") is None:
+            raise ValueError(f"backend 'unsloth' needs the unsloth package: {GPU_INSTALL_HINT}")
+    if getattr(training_args, "use_vllm", False):
+        if not cuda_available:
+            raise ValueError(
+                "use_vllm needs a CUDA GPU and none is visible; drop --use_vllm to generate with transformers"
+            )
+        if importlib.util.find_spec("vllm") is None:
+            raise ValueError(f"use_vllm needs the vllm package: {GPU_INSTALL_HINT}")
+    if script_args.fast_inference and script_args.backend != "unsloth":
+        raise ValueError(
+            "fast_inference is an Unsloth option; with --backend transformers use --use_vllm instead"
+        )
+    reward_funcs = resolve_reward_funcs(script_args.reward_funcs)
+    weights = getattr(training_args, "reward_weights", None)
+    if weights is not None and len(weights) != len(reward_funcs):
+        raise ValueError(
+            f"reward_weights has {len(weights)} values for {len(reward_funcs)} reward_funcs "
+            f"({', '.join(script_args.reward_funcs)}); give one weight per function"
+        )
+    unknown = [task for task in script_args.tasks if task not in TASKS]
+    if unknown or not script_args.tasks:
+        raise ValueError(
+            f"unknown or no tasks {unknown or script_args.tasks}; valid tasks: {', '.join(TASKS)}"
+        )
+    if script_args.task_weights is not None and len(script_args.task_weights) != len(script_args.tasks):
+        raise ValueError(
+            f"task_weights has {len(script_args.task_weights)} values for {len(script_args.tasks)} tasks"
+        )
+    if script_args.prompt_style not in PROMPT_STYLES:
+        raise ValueError(
+            f"unknown prompt_style {script_args.prompt_style!r}; valid styles: {', '.join(PROMPT_STYLES)}"
+        )
+    if script_args.sft_target not in SFT_TARGETS:
+        raise ValueError(f"unknown sft_target {script_args.sft_target!r}; valid: {', '.join(SFT_TARGETS)}")
+    if script_args.sft_steps < 0 or script_args.num_prompts < 1 or script_args.eval_scenarios < 0:
+        raise ValueError("sft_steps and eval_scenarios must be >= 0 and num_prompts >= 1")
+    if (
+        script_args.sft_steps
+        and getattr(model_args, "load_in_4bit", False)
+        and script_args.backend == "unsloth"
+    ):
+        raise ValueError("the SFT warm start is for the transformers backend; set sft_steps 0 with unsloth")
+    if script_args.curriculum and getattr(training_args, "shuffle_dataset", False):
+        training_args.shuffle_dataset = False  # a curriculum is an order: keep it
+    return reward_funcs

@@ -1,0 +1,113 @@
+"""Training and warm-start datasets drawn from the scenario generator; deterministic and held-out clean.
+
+``grpo_dataset(...)`` is a ``datasets.Dataset`` with the columns TRL's ``GRPOTrainer`` and our reward
+functions read:
+
+- ``prompt``: the chat messages (``fleet_rl.prompts.build_messages``), TRL's conversational format;
+- ``scenario``: the scenario JSON the rewards score against;
+- ``task`` and ``seed``: which generator item it is (``make_scenario(task, seed, split)``);
+- ``agent`` and ``given_plan``: for ``multiagent`` rows, the job the prompt asks for and the other jobs'
+  parts as JSON (``fleet_rl.multiagent``); empty strings on other rows.
+
+Row k's task is drawn from ``Random("fleet_rl/dataset/<dataset_seed>")`` with ``task_weights``; its generator
+seed is ``dataset_seed · 1_000_000 + (its index within that task)``, so two runs with the same arguments
+build the same rows, and different ``dataset_seed`` values draw disjoint items. With ``curriculum`` the rows
+are ordered task by task in the order given (easy before hard). Training uses ``split="train"``, which never
+contains the held-out GPUs and model; evaluation uses ``split="eval"`` (``fleet_rl.scenario_generator``).
+
+``sft_dataset(...)`` pairs the same prompts with the oracle answer (the exact optimum, as a ```json fence) in
+TRL's conversational prompt-completion format, so ``SFTTrainer`` trains on the answers only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+
+from datasets import Dataset
+
+from fleet_rl.multiagent import agent_request
+from fleet_rl.prompts import build_messages, format_answer
+from fleet_rl.scenario_generator import SPLITS, TASKS, make_scenario
+
+__all__ = ["SEED_STRIDE", "grpo_dataset", "scenario_rows", "sft_dataset"]
+
+SEED_STRIDE = 1_000_000  # generator seeds per dataset_seed: disjoint streams for num_prompts < 1e6
+
+
+def _task_sequence(
+    tasks: Sequence[str],
+    num_prompts: int,
+    dataset_seed: int,
+    task_weights: Sequence[float] | None,
+    curriculum: bool,
+) -> list[str]:
+    unknown = [task for task in tasks if task not in TASKS]
+    if not tasks or unknown:
+        raise ValueError(f"unknown or no tasks {unknown or list(tasks)}; valid tasks: {', '.join(TASKS)}")
+    if task_weights is not None and (
+        len(task_weights) != len(tasks) or any(w < 0 for w in task_weights) or sum(task_weights) <= 0
+    ):
+        raise ValueError(f"task_weights must be {len(tasks)} non-negative numbers with a positive sum")
+    if num_prompts < 1:
+        raise ValueError(f"num_prompts must be positive, got {num_prompts}")
+    rng = random.Random(f"fleet_rl/dataset/{dataset_seed}")
+    sequence = rng.choices(list(tasks), weights=task_weights, k=num_prompts)
+    if curriculum:
+        sequence.sort(key=list(tasks).index)
+    return sequence
+
+
+def scenario_rows(
+    tasks: Sequence[str],
+    num_prompts: int,
+    *,
+    dataset_seed: int = 0,
+    split: str = "train",
+    task_weights: Sequence[float] | None = None,
+    curriculum: bool = False,
+    prompt_style: str = "full",
+) -> list[dict]:
+    """The rows of ``grpo_dataset`` as plain dicts (see the module docstring)."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    counters = dict.fromkeys(TASKS, 0)
+    rows = []
+    for task in _task_sequence(tasks, num_prompts, dataset_seed, task_weights, curriculum):
+        seed = dataset_seed * SEED_STRIDE + counters[task]
+        counters[task] += 1
+        scenario = make_scenario(task, seed, split)
+        agent, given = agent_request(scenario, seed) if task == "multiagent" else ("", None)
+        rows.append(
+            {
+                "prompt": build_messages(scenario, agent=agent or None, given_plan=given, style=prompt_style),
+                "scenario": scenario.to_json(),
+                "task": task,
+                "seed": seed,
+                "agent": agent,
+                "given_plan": json.dumps(given, separators=(",", ":")) if given else "",
+            }
+        )
+    return rows
+
+
+def grpo_dataset(tasks: Sequence[str], num_prompts: int, **kwargs) -> Dataset:
+    """GRPO prompts: ``prompt``, ``scenario``, ``task``, ``seed``, ``agent``, ``given_plan`` columns."""
+    return Dataset.from_list(scenario_rows(tasks, num_prompts, **kwargs))
+
+
+def sft_dataset(tasks: Sequence[str], num_examples: int, **kwargs) -> Dataset:
+    """Warm-start pairs: ``prompt`` messages and the oracle ``completion`` (the exact optimum's part(s))."""
+    from fleet_rl.kernel.solver import solve_scenario
+    from fleet_rl.scenario import Scenario
+
+    rows = scenario_rows(tasks, num_examples, **kwargs)
+    examples = []
+    for row in rows:
+        plan = solve_scenario(Scenario.from_json(row["scenario"])).optimal_plan
+        if row["agent"]:
+            plan = {"jobs": [job for job in plan["jobs"] if job["id"] == row["agent"]]}
+        answer = [{"role": "assistant", "content": format_answer(plan)}]
+        examples.append({"prompt": row["prompt"], "completion": answer})
+    return Dataset.from_list(examples)

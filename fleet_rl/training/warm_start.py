@@ -1,0 +1,81 @@
+"""SFT warm start: teach a model the answer format on oracle plans before GRPO (TRL ``SFTTrainer``).
+
+A randomly initialised tiny model never writes a parseable plan, so every GRPO reward would be ~0 and the
+group advantages would be all zero: nothing to learn from. A short supervised pass on the exact optimum's
+answers (``fleet_rl.training.dataset.sft_dataset``, loss on the answers only) gives it the format; GRPO then
+has to improve the plans themselves. The instruction-tuned 8B recipes skip this (``sft_steps: 0``).
+
+The warm start fine-tunes the full-precision base model and saves it, with its tokenizer, to
+``<output_dir>/warm-start``; GRPO then loads that directory (4-bit + LoRA as configured). A finished warm
+start leaves ``warm_start.json``, so a resumed run reuses it instead of training it again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import SFTConfig, SFTTrainer
+
+from fleet_rl.training.arguments import FleetScriptArguments
+from fleet_rl.training.dataset import sft_dataset
+
+__all__ = ["WARM_START_DIR", "WARM_START_MARKER", "warm_start"]
+
+logger = logging.getLogger(__name__)
+
+WARM_START_DIR = "warm-start"
+WARM_START_MARKER = "warm_start.json"
+
+
+def warm_start(model_name_or_path: str, script_args: FleetScriptArguments, training_args) -> str:
+    """Run (or reuse) the SFT warm start; return the directory GRPO should load the policy from."""
+    target = Path(training_args.output_dir) / WARM_START_DIR
+    marker = target / WARM_START_MARKER
+    if marker.exists():
+        logger.info("reusing the SFT warm start in %s", target)
+        return str(target)
+    dataset = sft_dataset(
+        script_args.tasks,
+        script_args.sft_num_examples,
+        dataset_seed=script_args.dataset_seed + 1,  # not the GRPO prompts: the warm start must not leak them
+        task_weights=script_args.task_weights,
+        prompt_style=script_args.prompt_style,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
+    model = AutoModelForCausalLM.from_pretrained(model_name_or_path, dtype=torch.float32)
+    config = SFTConfig(
+        output_dir=str(Path(training_args.output_dir) / "warm-start-run"),
+        max_steps=script_args.sft_steps,
+        per_device_train_batch_size=script_args.sft_batch_size,
+        learning_rate=script_args.sft_learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(script_args.sft_steps // 20, 1),
+        weight_decay=0.0,
+        logging_steps=max(script_args.sft_steps // 10, 1),
+        save_strategy="no",
+        report_to="none",
+        seed=training_args.seed,
+        use_cpu=training_args.use_cpu,
+        bf16=False,
+        fp16=False,
+        gradient_checkpointing=False,
+        max_length=script_args.max_seq_length,
+        dataset_num_proc=None,
+    )
+    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    result = trainer.train()
+    trainer.save_model(str(target))
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(str(target))
+        summary = {
+            "steps": script_args.sft_steps,
+            "examples": len(dataset),
+            "train_loss": result.training_loss,
+        }
+        marker.write_text(json.dumps(summary, indent=2))
+    trainer.accelerator.wait_for_everyone()
+    return str(target)

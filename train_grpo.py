@@ -1,0 +1,160 @@
+"""GRPO training of a cluster planner: TRL's GRPOTrainer, rewards from the Agentic Kernel, 4-bit QLoRA.
+
+Run the tiny CPU preset (builds a tiny local Llama, SFT warm start, GRPO, held-out evaluation; minutes on
+2 cores):
+
+    python train_grpo.py --config configs/tiny_cpu.yaml
+
+The main recipe (Llama-3.1-8B-Instruct, 4-bit NF4 + LoRA; one 24-80 GB GPU), with Unsloth or multi-GPU:
+
+    python train_grpo.py --config configs/llama31_8b_qlora.yaml
+    python train_grpo.py --config configs/llama31_8b_unsloth.yaml
+    accelerate launch --config_file configs/accelerate/ddp.yaml train_grpo.py \
+        --config configs/llama31_8b_qlora.yaml
+
+Any field of ``GRPOConfig``, ``ModelConfig`` or ``FleetScriptArguments`` (fleet_rl/training/arguments.py) is a
+YAML key and a command-line flag: ``--max_steps 4 --save_steps 2 --output_dir runs/x --report_to none``.
+Resume with ``--resume_from_checkpoint runs/x/checkpoint-4`` (or ``last``): optimizer, scheduler, RNG and
+step come back, so a killed run loses at most the steps since its last checkpoint. With ``report_to: wandb``
+and no API key, wandb runs offline (``WANDB_MODE=offline``; ``wandb sync`` uploads later).
+
+What happens, top to bottom: parse → check options (before any model loads) → [tiny model] → [SFT warm
+start] → dataset → policy (transformers+bitsandbytes+PEFT, or Unsloth) → GRPOTrainer.train → save adapter
+and model card → [held-out evaluation → eval_report.json] → [push to hub].
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _backend_requested(argv: list[str]) -> str:
+    """The ``backend`` option, read before importing trl (Unsloth must be imported first to patch it)."""
+    if "--backend" in argv and argv.index("--backend") + 1 < len(argv):
+        return argv[argv.index("--backend") + 1]
+    if "--config" in argv and argv.index("--config") + 1 < len(argv):
+        import yaml
+
+        with open(argv[argv.index("--config") + 1]) as handle:
+            return str((yaml.safe_load(handle) or {}).get("backend", "transformers"))
+    return "transformers"
+
+
+if _backend_requested(sys.argv[1:]) == "unsloth":
+    import torch
+
+    if torch.cuda.is_available():
+        import unsloth  # noqa: F401  (patches transformers/trl/peft; must come before them)
+
+import json  # noqa: E402
+import logging  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+from transformers import ProgressCallback  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser  # noqa: E402
+
+from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
+from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
+from fleet_rl.training.backends import load_policy  # noqa: E402
+from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
+from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
+from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
+from fleet_rl.training.warm_start import warm_start  # noqa: E402
+
+logger = logging.getLogger("train_grpo")
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRPOConfig, ModelConfig]:
+    """Parse YAML + flags; turn every option error into a usage error (exit code 2) before any model loads."""
+    parser = TrlParser((FleetScriptArguments, GRPOConfig, ModelConfig))
+    try:
+        script_args, training_args, model_args = parser.parse_args_and_config(argv)
+    except ValueError as error:
+        parser.error(batch_hint(str(error)))
+    if str(training_args.resume_from_checkpoint).lower() in ("true", "last"):
+        training_args.resume_from_checkpoint = True  # Trainer: the latest checkpoint in output_dir
+    try:
+        reward_funcs = check_options(
+            script_args, training_args, model_args, cuda_available=torch.cuda.is_available()
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    script_args.resolved_reward_funcs = reward_funcs  # type: ignore[attr-defined]
+    return script_args, training_args, model_args
+
+
+def use_offline_wandb_without_a_key(training_args: GRPOConfig) -> None:
+    """``report_to wandb`` without credentials logs offline instead of prompting for a key."""
+    if "wandb" in (training_args.report_to or []) and not os.environ.get("WANDB_API_KEY"):
+        if "WANDB_MODE" not in os.environ and not (Path.home() / ".netrc").exists():
+            os.environ["WANDB_MODE"] = "offline"
+            print("wandb: no API key found, logging offline (WANDB_MODE=offline; `wandb sync` uploads later)")
+
+
+def main(argv: list[str] | None = None) -> dict:
+    script_args, training_args, model_args = parse_args(argv)
+    use_offline_wandb_without_a_key(training_args)
+    logging.basicConfig(level=logging.INFO if training_args.should_log else logging.WARNING)
+
+    # 1. The model to start from: the tiny local Llama (created on first use) and/or an SFT warm start.
+    model_path = model_args.model_name_or_path
+    if script_args.build_tiny_model:
+        ensure_tiny_model(model_path)
+    if script_args.sft_steps > 0:
+        model_path = warm_start(model_path, script_args, training_args)
+
+    # 2. Prompts: scenarios from the generator's train split (held-out GPUs and models never appear).
+    dataset = grpo_dataset(
+        script_args.tasks,
+        script_args.num_prompts,
+        dataset_seed=script_args.dataset_seed,
+        task_weights=script_args.task_weights,
+        curriculum=script_args.curriculum,
+        prompt_style=script_args.prompt_style,
+    )
+
+    # 3. Policy + trainer. Rewards are plain functions; TRL logs each as rewards/<name>/mean.
+    policy = load_policy(model_path, script_args, training_args, model_args)
+    trainer = GRPOTrainer(
+        reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
+        args=training_args,
+        train_dataset=dataset,
+        **policy,
+    )
+    if not training_args.disable_tqdm:
+        from trl.trainer.callbacks import RichProgressCallback
+
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(RichProgressCallback())
+
+    # 4. Train (resuming restores optimizer, scheduler, RNG state and the global step), then save the adapter.
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    summary = {"global_step": trainer.state.global_step, "output_dir": training_args.output_dir}
+
+    # 5. Held-out evaluation with the same reward path, written next to the checkpoints.
+    if script_args.eval_scenarios > 0 and trainer.is_world_process_zero():
+        report = evaluate_policy(
+            trainer.model,
+            policy["processing_class"],
+            num_scenarios=script_args.eval_scenarios,
+            tasks=script_args.tasks,
+            prompt_style=script_args.prompt_style,
+            max_new_tokens=training_args.max_completion_length,
+        )
+        Path(training_args.output_dir, "eval_report.json").write_text(json.dumps(report, indent=2))
+        trainer.log({f"heldout/{k}": v for k, v in report.items() if isinstance(v, float)})
+        summary["heldout"] = {k: v for k, v in report.items() if k not in ("samples", "per_task")}
+        print(json.dumps(summary, indent=2))
+
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_name="fleet_rl scenario generator")
+    if hasattr(trainer, "end"):
+        trainer.end()  # finishes trackers (wandb) and the process group (transformers >= 5.18)
+    return summary
+
+
+if __name__ == "__main__":
+    main()
