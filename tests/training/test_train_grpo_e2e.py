@@ -80,3 +80,14 @@ def test_resume_continues_at_the_saved_step(first_run):
     steps = [entry["step"] for entry in state["log_history"] if "loss" in entry]
     assert steps == [1, 2, 3, 4, 5, 6]  # steps 1-4 restored from the checkpoint, 5-6 trained now
     assert "reusing the SFT warm start" in result.stderr
+
+
+def test_eval_script_loads_the_trained_adapter_in_4bit(first_run, capsys):
+    import eval as eval_script
+
+    report = eval_script.main(
+        ["--model", str(first_run / "run"), "--load_in_4bit", "true", "--tasks", "easy", "--num_scenarios", "2",
+         "--prompt_style", "compact", "--max_new_tokens", "48"]
+    )  # fmt: skip
+    assert report["evaluated"] == str(first_run / "run")
+    assert report["num_scenarios"] == 2 and 0.0 <= report["mean_percent_of_optimum"] <= 100.0

@@ -1,0 +1,122 @@
+"""Evaluate a checkpoint or a baseline planner on held-out scenarios; print (and save) a JSON report.
+
+    python eval.py --model runs/tiny_cpu --tasks easy medium --prompt_style compact --num_scenarios 64
+    python eval.py --baseline even_bf16 --num_scenarios 200
+    python eval.py --baseline random --tasks hard --output reports/random_hard.json
+
+Scenarios come from the generator's ``eval`` split (held-out GPUs and model); answers are scored with the
+training rewards (``rewards.score_completions`` / ``fleet_reward``), so numbers are comparable across
+training, evaluation and benchmarks. ``--model`` takes a ``train_grpo.py`` output directory (a LoRA adapter
+on its base model) or any full model directory; ``--load_in_4bit`` loads the base in NF4 as QLoRA training
+did. Baselines (``fleet_rl/baselines.py``) need no model; for multi-agent rows they answer with their part
+for the agent's job.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trl import TrlParser
+
+from fleet_rl.baselines import BASELINES
+from fleet_rl.prompts import format_answer
+from fleet_rl.scenario import Scenario
+from fleet_rl.scenario_generator import TASKS
+from fleet_rl.training.dataset import scenario_rows
+from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_policy, summarise
+
+
+@dataclass
+class EvalArguments:
+    """What to evaluate, on which held-out scenarios."""
+
+    model: str | None = field(default=None, metadata={"help": "Checkpoint or model directory to evaluate."})
+    baseline: str | None = field(default=None, metadata={"help": f"Or a baseline: {', '.join(BASELINES)}."})
+    tasks: list[str] = field(default_factory=lambda: list(TASKS), metadata={"help": "Task tiers."})
+    num_scenarios: int = field(default=64, metadata={"help": "Held-out scenarios to evaluate."})
+    dataset_seed: int = field(default=EVAL_DATASET_SEED, metadata={"help": "Which held-out scenarios."})
+    prompt_style: str = field(default="full", metadata={"help": "Prompt style the model was trained with."})
+    max_new_tokens: int = field(default=512, metadata={"help": "Generation budget per answer."})
+    batch_size: int = field(default=8, metadata={"help": "Prompts generated at once."})
+    load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in NF4 (as QLoRA did)."})
+    output: str | None = field(default=None, metadata={"help": "Also write the report to this JSON file."})
+
+
+def evaluate_baseline(args: EvalArguments) -> dict:
+    """Score a baseline planner's answers on the held-out rows."""
+    planner = BASELINES[args.baseline]
+    rows = scenario_rows(args.tasks, args.num_scenarios, dataset_seed=args.dataset_seed, split="eval")
+    answers = []
+    for row in rows:
+        plan = planner(Scenario.from_json(row["scenario"]), row["seed"])
+        if row["agent"]:
+            plan = {"jobs": [job for job in plan["jobs"] if job["id"] == row["agent"]]}
+        answers.append(format_answer(plan))
+    return summarise(rows, answers)
+
+
+def load_model(args: EvalArguments):
+    """(model, tokenizer) from a full model directory or a LoRA adapter directory."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    quantization = None
+    if args.load_in_4bit:
+        quantization = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16 if torch.cuda.is_available() else torch.float32,
+        )
+    adapter = Path(args.model, "adapter_config.json")
+    if adapter.exists():
+        from peft import AutoPeftModelForCausalLM
+
+        model = AutoPeftModelForCausalLM.from_pretrained(args.model, quantization_config=quantization)
+        base = json.loads(adapter.read_text())["base_model_name_or_path"]
+        tokenizer_path = args.model if Path(args.model, "tokenizer_config.json").exists() else base
+    else:
+        model = AutoModelForCausalLM.from_pretrained(args.model, quantization_config=quantization)
+        tokenizer_path = args.model
+    return model, AutoTokenizer.from_pretrained(tokenizer_path)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = TrlParser((EvalArguments,))
+    (args,) = parser.parse_args_and_config(argv)
+    if (args.model is None) == (args.baseline is None):
+        parser.error("give exactly one of --model or --baseline")
+    if args.baseline is not None and args.baseline not in BASELINES:
+        parser.error(f"unknown baseline {args.baseline!r}; valid baselines: {', '.join(BASELINES)}")
+    unknown = [task for task in args.tasks if task not in TASKS]
+    if unknown:
+        parser.error(f"unknown tasks {unknown}; valid tasks: {', '.join(TASKS)}")
+    if args.model is not None and not Path(args.model).is_dir():
+        parser.error(f"--model {args.model!r} is not a directory")
+    if args.baseline is not None:
+        report = evaluate_baseline(args)
+    else:
+        model, tokenizer = load_model(args)
+        report = evaluate_policy(
+            model,
+            tokenizer,
+            num_scenarios=args.num_scenarios,
+            tasks=args.tasks,
+            prompt_style=args.prompt_style,
+            max_new_tokens=args.max_new_tokens,
+            batch_size=args.batch_size,
+            dataset_seed=args.dataset_seed,
+        )
+    report = {"evaluated": args.model or f"baseline:{args.baseline}", **report}
+    text = json.dumps(report, indent=2)
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(text)
+    print(text)
+    return report
+
+
+if __name__ == "__main__":
+    main()
