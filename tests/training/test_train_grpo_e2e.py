@@ -86,8 +86,8 @@ def test_eval_script_loads_the_trained_adapter_in_4bit(first_run, capsys):
     import eval as eval_script
 
     report = eval_script.main(
-        ["--model", str(first_run / "run"), "--load_in_4bit", "true", "--tasks", "easy", "--num_scenarios", "2",
-         "--prompt_style", "compact", "--max_new_tokens", "48"]
+        ["--model", str(first_run / "run"), "--load_in_4bit", "true", "--tasks", "easy",
+         "--num_scenarios", "2", "--prompt_style", "compact", "--max_new_tokens", "48"]
     )  # fmt: skip
     assert report["evaluated"] == str(first_run / "run")
     assert report["num_scenarios"] == 2 and 0.0 <= report["mean_percent_of_optimum"] <= 100.0
