@@ -38,7 +38,7 @@ class EvalArguments:
     num_scenarios: int = field(default=64, metadata={"help": "Held-out scenarios to evaluate."})
     dataset_seed: int = field(default=EVAL_DATASET_SEED, metadata={"help": "Which held-out scenarios."})
     prompt_style: str = field(default="full", metadata={"help": "Prompt style the model was trained with."})
-    max_new_tokens: int = field(default=512, metadata={"help": "Generation budget per answer."})
+    max_new_tokens: int = field(default=768, metadata={"help": "Generation budget per answer."})
     batch_size: int = field(default=8, metadata={"help": "Prompts generated at once."})
     load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in NF4 (as QLoRA did)."})
     output: str | None = field(default=None, metadata={"help": "Also write the report to this JSON file."})
@@ -70,15 +70,20 @@ def load_model(args: EvalArguments):
             bnb_4bit_use_double_quant=True,
             bnb_4bit_compute_dtype=torch.bfloat16 if torch.cuda.is_available() else torch.float32,
         )
+    placement = {"device_map": "auto"} if torch.cuda.is_available() else {}
     adapter = Path(args.model, "adapter_config.json")
     if adapter.exists():
         from peft import AutoPeftModelForCausalLM
 
-        model = AutoPeftModelForCausalLM.from_pretrained(args.model, quantization_config=quantization)
+        model = AutoPeftModelForCausalLM.from_pretrained(
+            args.model, quantization_config=quantization, **placement
+        )
         base = json.loads(adapter.read_text())["base_model_name_or_path"]
         tokenizer_path = args.model if Path(args.model, "tokenizer_config.json").exists() else base
     else:
-        model = AutoModelForCausalLM.from_pretrained(args.model, quantization_config=quantization)
+        model = AutoModelForCausalLM.from_pretrained(
+            args.model, quantization_config=quantization, **placement
+        )
         tokenizer_path = args.model
     return model, AutoTokenizer.from_pretrained(tokenizer_path)
 

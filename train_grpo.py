@@ -58,6 +58,7 @@ from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser  # noqa: E402
 from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
 from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
 from fleet_rl.training.backends import load_policy  # noqa: E402
+from fleet_rl.training.callbacks import ScriptArgumentsToWandb  # noqa: E402
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> dict:
         train_dataset=dataset,
         **policy,
     )
+    if "wandb" in (training_args.report_to or []):
+        trainer.add_callback(ScriptArgumentsToWandb(script_args))
     if not training_args.disable_tqdm:
         from trl.trainer.callbacks import RichProgressCallback
 
