@@ -9,6 +9,13 @@ Per-row inputs (TRL passes dataset columns as lists, one item per completion):
 - ``scenario``: scenario JSON (or a ``Scenario``);
 - ``agent`` (optional column): the job id a multi-agent prompt asked for, ``""``/None for whole plans;
 - ``given_plan`` (optional column): the other jobs' parts as plan JSON (or a dict), for multi-agent rows.
+
+Cost (``python -m fleet_rl.bench`` reports it as the ``reward`` section): per completion, the parse
+(``rewards/parsing.py``, usually one typed msgspec decode) and one row per scenario job in the kernel's
+encoder; per call, a fixed number of numpy passes over all rows. Each distinct scenario of a call is decoded
+and solved once (cached across calls: a cold solve costs milliseconds, so scenarios should be solved before
+training, or the first epoch pays for it); ``copies_example`` is asked only of plans with the example's GPU
+counts; the cache key compares the completion texts without hashing them.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from fleet_rl.kernel.evaluate import score_batch
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
-from fleet_rl.prompts import copies_example
+from fleet_rl.prompts import copies_example, example_plan
 from fleet_rl.scenario import Scenario
 from rewards.ird import degenerate_plans
 from rewards.parsing import SEVERAL_PLANS, ParseResult, completion_text, parse_plan
@@ -90,19 +97,28 @@ def _column(kwargs: dict, name: str, size: int) -> list:
 
 
 _last: tuple[tuple, GroupScores] | None = None
+_NOTHING = object()  # equal to no column value
 
 
-def _cache_key(completions: Sequence, scenarios: Sequence, agents: list, given: list) -> tuple | None:
-    """A hashable key of the inputs, or None when some input is not hashable (then nothing is cached)."""
-    texts = tuple(completion_text(completion) for completion in completions)
+_IMMUTABLE = frozenset({str, bytes, type(None), Scenario})  # column value types that are hashable
+
+
+def _cache_key(texts: list, scenarios: Sequence, agents: list, given: list) -> tuple | None:
+    """A hashable key of the inputs, or None when some input is not hashable (then nothing is cached).
+
+    Only equality is ever asked of a key, so nothing is hashed that need not be: the texts are strings, and
+    a column is hashed only when it holds a value of another type than ``_IMMUTABLE``'s (hashing every
+    completion and scenario JSON would cost more than the cache saves)."""
     if None in texts:
         return None
-    key = (texts, tuple(scenarios), tuple(agents), tuple(given))
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    columns = (tuple(scenarios), tuple(agents), tuple(given))
+    for column in columns:
+        if not _IMMUTABLE.issuperset(map(type, column)):
+            try:
+                hash(column)
+            except TypeError:
+                return None
+    return (tuple(texts), *columns)
 
 
 def score_completions(completions: Sequence, scenario: Sequence, **kwargs) -> GroupScores:
@@ -113,60 +129,98 @@ def score_completions(completions: Sequence, scenario: Sequence, **kwargs) -> Gr
         raise ValueError(f"{size} completions but {len(scenario)} scenarios")
     agents = _column(kwargs, "agent", size)
     given = _column(kwargs, "given_plan", size)
-    key = _cache_key(completions, scenario, agents, given)
+    texts = [completion_text(completion) for completion in completions]
+    key = _cache_key(texts, scenario, agents, given)
     if key is not None and _last is not None and _last[0] == key:
         return _last[1]
-    scores = _score(completions, scenario, agents, given)
+    scores = _score(completions, texts, scenario, agents, given)
     if key is not None:
         _last = (key, scores)
     return scores
 
 
-def _score(completions: Sequence, scenario: Sequence, agents: list, given: list) -> GroupScores:
+def _solved_scenarios(column: Sequence) -> tuple[list[Scenario], list[SolvedScenario]]:
+    """Each row's scenario and its solution, decoded and looked up once per distinct value (a GRPO group
+    repeats one scenario over its completions)."""
+    scenarios, solved = [], []
+    seen: dict = {}
+    previous, pair = _NOTHING, None
+    for value in column:
+        if value is not previous and value != previous:  # a group's rows are adjacent: compare, not hash
+            pair = seen.get(value)
+            if pair is None:
+                scenario = _as_scenario(value)
+                pair = seen[value] = (scenario, solve_scenario(scenario))
+            previous = value
+        scenarios.append(pair[0])
+        solved.append(pair[1])
+    return scenarios, solved
+
+
+@functools.cache
+def _example_gpus() -> tuple[int, ...]:
+    return tuple(job["gpus"] for job in example_plan()["jobs"])
+
+
+def _copies_example(plan: Plan, scenario: Scenario) -> bool:
+    """``copies_example``, asked only of plans with the example's GPU counts (a copy has them all)."""
+    example = _example_gpus()
+    jobs = plan.jobs
+    if len(jobs) != len(example) or any(job.gpus != gpus for job, gpus in zip(jobs, example, strict=True)):
+        return False
+    return copies_example(plan, scenario)
+
+
+def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list, given: list) -> GroupScores:
     size = len(completions)
-    scenarios = [_as_scenario(value) for value in scenario]
-    solved = [solve_scenario(s) for s in scenarios]
-    parsed = [parse_plan(completion) for completion in completions]
+    scenarios, solved = _solved_scenarios(scenario)
+    parsed = [
+        parse_plan(completion if text is None else text)
+        for completion, text in zip(completions, texts, strict=True)
+    ]
     is_agent = np.array([bool(agent) for agent in agents], dtype=bool)
-    has_plan = np.array([result.plan is not None for result in parsed], dtype=bool)
+    index = [i for i, result in enumerate(parsed) if result.plan is not None]
+    has_plan = np.zeros(size, dtype=bool)
+    has_plan[index] = True
     ird = np.array([result.error == SEVERAL_PLANS for result in parsed], dtype=bool)
     zeros = np.zeros(size)
     valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
     placed_share, fits_share, runs_share = zeros.copy(), zeros.copy(), zeros.copy()
     score, objective = zeros.copy(), zeros.copy()
     status_counts = np.zeros(len(STATUSES))
-    index = np.flatnonzero(has_plan)
-    if len(index):
-        plans = []
+    if index:
+        plans, copied = [], []
+        example_jobs = len(_example_gpus())
+        previous, given_plan = _NOTHING, None
         for i in index:
             plan = parsed[i].plan
-            ird[i] = copies_example(plan, scenarios[i])
-            plans.append(merge_answer(given_plan_from(given[i]), plan) if is_agent[i] else plan)
-        scored = score_batch([solved[i] for i in index], plans)
-        sizes = np.array([solved[i].table.num_jobs for i in index])
-        plan_of_row = np.repeat(np.arange(len(index)), sizes)
-        status = scored.results.status
-        status_counts = np.bincount(status, minlength=len(STATUSES)).astype(float)
-
-        def count(mask: np.ndarray) -> np.ndarray:
-            return np.bincount(plan_of_row, weights=mask.astype(float), minlength=len(index))
-
-        placed = (status != UNALLOCATED) & (status != INVALID)
-        runs = status == OK
-        placed_count = count(placed)
+            copied.append(len(plan.jobs) == example_jobs and _copies_example(plan, scenarios[i]))
+            if agents[i]:
+                if given[i] is not previous and given[i] != previous:  # adjacent rows share their parts
+                    previous, given_plan = given[i], given_plan_from(given[i])
+                plan = merge_answer(given_plan, plan)
+            plans.append(plan)
+        solved_rows = [solved[i] for i in index]
+        scored = score_batch(solved_rows, plans)
+        sizes = scored.plan_sizes
+        # job statuses per plan, one bincount: counts[p, s] = rows of plan p with status s
+        counts = np.bincount(
+            scored.plan_of_row * len(STATUSES) + scored.results.status, minlength=len(index) * len(STATUSES)
+        ).reshape(len(index), len(STATUSES))
+        status_counts = counts.sum(axis=0).astype(float)
+        placed_count = (sizes - counts[:, UNALLOCATED] - counts[:, INVALID]).astype(float)
+        runs = counts[:, OK].astype(float)
         valid[index] = scored.valid
-        feasible[index] = (
-            scored.valid & (count(placed & ~runs) == 0) & (placed_count > 0) & (scored.objective > 0)
-        )
+        feasible[index] = scored.valid & (placed_count == runs) & (placed_count > 0) & (scored.objective > 0)
         placed_share[index] = np.where(scored.valid, placed_count / sizes, 0.0)
         fits_share[index] = np.where(
-            scored.valid, count(placed & (status != OOM)) / np.maximum(placed_count, 1), 0.0
+            scored.valid, (placed_count - counts[:, OOM]) / np.maximum(placed_count, 1), 0.0
         )
-        runs_share[index] = np.where(scored.valid, count(runs) / sizes, 0.0)
+        runs_share[index] = np.where(scored.valid, runs / sizes, 0.0)
         score[index] = scored.score
         objective[index] = scored.objective
-        optimal_gpus = np.concatenate([solved[i].optimal_gpus for i in index])
-        ird[index] |= degenerate_plans(scored, optimal_gpus, plan_of_row)
+        optimal_gpus = np.concatenate([row.optimal_gpus for row in solved_rows])
+        ird[index] = np.array(copied, dtype=bool) | degenerate_plans(scored, optimal_gpus, scored.plan_of_row)
     return GroupScores(
         parsed=parsed,
         scenarios=scenarios,

@@ -24,3 +24,15 @@ def test_bench_quick_prints_one_json_object(capsys):
     assert set(result["solve_ms"]) == {"easy", "medium", "hard", "multiagent"}
     assert result["plans"] == 2000 and result["kernel_plans_per_s"] > 0
     assert result["distinct_optimal_plans"] >= 15
+    # fleet_reward end to end vs json.loads of the completions' JSON payloads (keys only, no timing asserts)
+    reward = result["reward"]
+    for key in (
+        "reward_completions_per_s",
+        "reward_us_per_completion",
+        "json_loads_per_s",
+        "json_loads_of",
+        "reward_vs_json_loads",
+    ):
+        assert key in reward
+    assert reward["completions"] == 20 * reward["completions_per_call"] == 20 * 128
+    assert reward["reward_completions_per_s"] > 0 and reward["json_loads_per_s"] > 0

@@ -1,0 +1,311 @@
+"""The faster scoring pass gives the arrays the original one gave, bit for bit.
+
+``score_completions`` now decodes and solves each distinct scenario once, asks ``copies_example`` only of
+plans with the example's GPU counts, and counts job statuses per plan with one ``bincount``;
+``score_batch`` encodes every plan in one loop into one flat row buffer (``encode_plans``) and stacks the
+scenarios' job tables one group of like fields at a time (``_concatenate``). Each is compared here with the
+code it replaced, kept below as the reference, on the benchmark's realistic GRPO batches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+
+import numpy as np
+import pytest
+
+import rewards.scoring as scoring
+from fleet_rl import bench
+from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.kernel.constants import INVALID, OK, OOM, STATUSES, UNALLOCATED
+from fleet_rl.kernel.encode import RowBuffer, encode_plan, encode_plans, parse_plan_object
+from fleet_rl.kernel.job_table import JobTable
+from fleet_rl.kernel.simulate import PlanRows, job_values, simulate
+from fleet_rl.kernel.solver import solve_scenario
+from fleet_rl.multiagent import merge_answer
+from fleet_rl.prompts import copies_example, example_plan
+from fleet_rl.scenario_generator import make_scenario
+from rewards import fleet_reward
+from rewards.ird import degenerate_plans
+from rewards.parsing import SEVERAL_PLANS, parse_plan
+
+kernel_evaluate = importlib.import_module("fleet_rl.kernel.evaluate")  # the package re-exports a function
+
+# --- The replaced code, verbatim but for names
+
+
+def reference_encode(plan, job_index, job_offset, gpu_count, default_kv, rows: dict) -> list[str]:
+    code = {name: c for c, name in enumerate(PRECISIONS)}
+    parsed, reason = parse_plan_object(plan)
+    entries: list = [None] * len(job_index)
+    reasons: list[str] = []
+    if parsed is None:
+        reasons.append(reason)
+    else:
+        for job_plan in parsed.jobs:
+            index = job_index.get(job_plan.id)
+            if index is None:
+                reasons.append(f"unknown_job: '{job_plan.id[:64]}' is not a job of this scenario")
+            elif entries[index] is not None:
+                reasons.append(f"duplicate_job: '{job_plan.id}' appears more than once")
+            else:
+                entries[index] = job_plan
+    total_gpus = 0
+    for index, entry in enumerate(entries):
+        rows["job"].append(job_offset + index)
+        if entry is None:
+            rows["gpus"].append(0)
+            rows["tensor_parallel"].append(1)
+            rows["precision"].append((1, 1, 1, 1, 1))
+            rows["micro_batch_size"].append(1)
+            rows["activation_checkpointing"].append(False)
+            rows["kv_cache"].append(default_kv[index])
+            rows["invalid"].append(parsed is None)
+            continue
+        gpus, tp = entry.gpus, entry.tensor_parallel
+        total_gpus += gpus
+        mismatch = gpus > 0 and gpus % tp != 0
+        if mismatch:
+            reasons.append(
+                f"tp_mismatch: job '{entry.id}' has tensor_parallel {tp}, which does not divide gpus {gpus}"
+            )
+        p = entry.precision
+        rows["gpus"].append(gpus)
+        rows["tensor_parallel"].append(tp)
+        rows["precision"].append(tuple(code[getattr(p, group)] for group in MODULE_GROUPS))
+        rows["micro_batch_size"].append(entry.micro_batch_size)
+        rows["activation_checkpointing"].append(entry.activation_checkpointing)
+        rows["kv_cache"].append(default_kv[index] if entry.kv_cache is None else code[entry.kv_cache])
+        rows["invalid"].append(mismatch)
+    if total_gpus > gpu_count:
+        reasons.append(f"over_allocated: the plan uses {total_gpus} GPUs, the cluster has {gpu_count}")
+    return reasons
+
+
+def reference_rows(rows: dict) -> PlanRows:
+    return PlanRows(
+        job=np.array(rows["job"], dtype=np.int64),
+        gpus=np.array(rows["gpus"], dtype=np.int64),
+        tensor_parallel=np.array(rows["tensor_parallel"], dtype=np.int64),
+        precision=np.array(rows["precision"], dtype=np.int64).reshape(-1, len(MODULE_GROUPS)),
+        micro_batch_size=np.array(rows["micro_batch_size"], dtype=np.int64),
+        activation_checkpointing=np.array(rows["activation_checkpointing"], dtype=bool),
+        kv_cache=np.array(rows["kv_cache"], dtype=np.int64),
+        invalid=np.array(rows["invalid"], dtype=bool),
+    )
+
+
+def reference_score_batch(solved_list, plans) -> dict:
+    distinct: dict[int, int] = {}
+    tables, references, offsets, optimal = [], [], [], []
+    offset = 0
+    for solved in solved_list:
+        if id(solved) not in distinct:
+            distinct[id(solved)] = len(tables)
+            tables.append(solved.table)
+            references.append(solved.reference_tokens_per_s)
+            offsets.append(offset)
+            offset += solved.table.num_jobs
+    columns = {name: [] for name in PlanRows.__dataclass_fields__}
+    plan_reasons = []
+    for solved, plan in zip(solved_list, plans, strict=True):
+        k = distinct[id(solved)]
+        optimal.append(solved.optimal_objective)
+        plan_reasons.append(
+            reference_encode(plan, solved.job_index, offsets[k], solved.gpu_count, solved.default_kv, columns)
+        )
+    table = tables[0] if len(tables) == 1 else JobTable.concatenate(tables)
+    reference = np.concatenate(references)
+    rows = reference_rows(columns)
+    results = simulate(table, rows)
+    values = job_values(table, rows, results, reference)
+    sizes = [solved.table.num_jobs for solved in solved_list]
+    plan_of_row = np.repeat(np.arange(len(sizes)), sizes)
+    objective = np.bincount(plan_of_row, weights=values, minlength=len(sizes))
+    valid = np.array([not reasons for reasons in plan_reasons], dtype=bool)
+    objective = np.where(valid, objective, 0.0)
+    optimal_objective = np.array(optimal, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(optimal_objective > 0, objective / optimal_objective, 1.0)
+    score = np.where(valid, np.clip(ratio, 0.0, 1.0), 0.0)
+    return {"rows": rows, "results": results, "values": values, "objective": objective, "valid": valid,
+            "score": score, "plan_reasons": plan_reasons}  # fmt: skip
+
+
+def reference_group_scores(completions, scenario, agents, given) -> dict:
+    size = len(completions)
+    scenarios = [scoring._as_scenario(value) for value in scenario]
+    solved = [solve_scenario(s) for s in scenarios]
+    parsed = [parse_plan(completion) for completion in completions]
+    is_agent = np.array([bool(agent) for agent in agents], dtype=bool)
+    has_plan = np.array([result.plan is not None for result in parsed], dtype=bool)
+    ird = np.array([result.error == SEVERAL_PLANS for result in parsed], dtype=bool)
+    zeros = np.zeros(size)
+    valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+    placed_share, fits_share, runs_share = zeros.copy(), zeros.copy(), zeros.copy()
+    score, objective = zeros.copy(), zeros.copy()
+    status_counts = np.zeros(len(STATUSES))
+    index = np.flatnonzero(has_plan)
+    if len(index):
+        plans = []
+        for i in index:
+            plan = parsed[i].plan
+            ird[i] = copies_example(plan, scenarios[i])
+            plans.append(merge_answer(scoring.given_plan_from(given[i]), plan) if is_agent[i] else plan)
+        scored = kernel_evaluate.score_batch([solved[i] for i in index], plans)
+        sizes = np.array([solved[i].table.num_jobs for i in index])
+        plan_of_row = np.repeat(np.arange(len(index)), sizes)
+        status = scored.results.status
+        status_counts = np.bincount(status, minlength=len(STATUSES)).astype(float)
+
+        def count(mask):
+            return np.bincount(plan_of_row, weights=mask.astype(float), minlength=len(index))
+
+        placed = (status != UNALLOCATED) & (status != INVALID)
+        runs = status == OK
+        placed_count = count(placed)
+        valid[index] = scored.valid
+        feasible[index] = (
+            scored.valid & (count(placed & ~runs) == 0) & (placed_count > 0) & (scored.objective > 0)
+        )
+        placed_share[index] = np.where(scored.valid, placed_count / sizes, 0.0)
+        fits_share[index] = np.where(
+            scored.valid, count(placed & (status != OOM)) / np.maximum(placed_count, 1), 0.0
+        )
+        runs_share[index] = np.where(scored.valid, count(runs) / sizes, 0.0)
+        score[index] = scored.score
+        objective[index] = scored.objective
+        optimal_gpus = np.concatenate([solved[i].optimal_gpus for i in index])
+        ird[index] |= degenerate_plans(scored, optimal_gpus, plan_of_row)
+    return {"parsed": parsed, "is_agent": is_agent, "has_plan": has_plan, "valid": valid,
+            "placed_share": placed_share, "fits_share": fits_share, "runs_share": runs_share,
+            "feasible": feasible, "score": score, "objective": objective, "ird": ird,
+            "status_counts": status_counts}  # fmt: skip
+
+
+def assert_same_array(actual: np.ndarray, expected: np.ndarray, name: str) -> None:
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, name
+    assert np.array_equal(actual, expected, equal_nan=actual.dtype.kind == "f"), name
+
+
+@pytest.fixture(scope="module")
+def batches():
+    calls, _, _ = bench.reward_batches(12, seed=5)
+    return calls
+
+
+# --- Scoring pass
+
+
+def test_group_scores_match_the_original_pass(batches):
+    for completions, scenario_column, kwargs in batches:
+        scoring._last = None
+        scores = scoring.score_completions(completions, scenario_column, **kwargs)
+        expected = reference_group_scores(completions, scenario_column, kwargs["agent"], kwargs["given_plan"])
+        assert scores.parsed == expected.pop("parsed")
+        for name, value in expected.items():
+            assert_same_array(getattr(scores, name), value, name)
+
+
+def test_copied_example_is_still_caught():
+    # The GPU-count pre-filter must not hide the copied-example rule: the example's answer under the ids of
+    # a scenario with the same number of jobs.
+    scenario = next(
+        s
+        for s in (make_scenario("medium", seed) for seed in range(50))
+        if len(s.jobs) == len(example_plan()["jobs"])
+    )
+    jobs = [
+        {**job, "id": job_id} for job, job_id in zip(example_plan()["jobs"], scenario.job_ids, strict=True)
+    ]
+    text = json.dumps({"jobs": jobs})
+    scores = scoring.score_completions([text], [scenario.to_json()])
+    assert copies_example(parse_plan(text).plan, scenario)
+    assert scores.ird.tolist() == [True]
+    assert fleet_reward([text], [scenario.to_json()]) == [0.01]
+
+
+def test_cache_key_keeps_the_one_entry_cache_working(batches):
+    completions, scenario_column, kwargs = batches[0]
+    scoring._last = None
+    first = scoring.score_completions(completions, scenario_column, **kwargs)
+    assert scoring.score_completions(list(completions), list(scenario_column), **kwargs) is first
+    assert scoring.score_completions(completions[:-1], scenario_column[:-1]) is not first
+    unhashable = [{"jobs": []}] * len(completions)  # given_plan as dicts: not cached, still scored
+    scoring.score_completions(completions, scenario_column, given_plan=unhashable)
+
+
+# --- Kernel batch: encoding and table stacking
+
+
+def test_score_batch_matches_the_original(batches):
+    rng = random.Random(2)
+    for completions, scenario_column, _ in batches:
+        parsed = [parse_plan(completion) for completion in completions]
+        rows = [i for i, result in enumerate(parsed) if result.plan is not None]
+        solved = [solve_scenario(scoring.scenario_from_json(scenario_column[i])) for i in rows]
+        plans: list[object] = [parsed[i].plan for i in rows]
+        # other plan forms score_batch accepts: dicts, JSON text, garbage
+        for k in rng.sample(range(len(plans)), 6):
+            plans[k] = rng.choice([json.dumps(solved[k].optimal_plan), solved[k].optimal_plan, None, "{", 7])
+        scored = kernel_evaluate.score_batch(solved, plans)
+        expected = reference_score_batch(solved, plans)
+        assert scored.plan_reasons == expected["plan_reasons"]
+        for name in PlanRows.__dataclass_fields__:
+            assert_same_array(getattr(scored.rows, name), getattr(expected["rows"], name), name)
+            assert getattr(scored.rows, name).flags.c_contiguous, name
+        for name in ("status", "memory_per_gpu_bytes", "tokens_per_s", "quality_loss", "power_w"):
+            assert_same_array(getattr(scored.results, name), getattr(expected["results"], name), name)
+        for name in ("values", "objective", "valid", "score"):
+            assert_same_array(getattr(scored, name), expected[name], name)
+
+
+@pytest.mark.parametrize("count", [2, 3, 16])
+def test_stacked_tables_equal_job_table_concatenate(count):
+    tables = [
+        solve_scenario(make_scenario(task, seed)).table
+        for seed in range(count)
+        for task in ("easy", "hard", "multiagent")
+    ][:count]
+    tables.append(tables[0])  # a table twice
+    stacked = kernel_evaluate._concatenate(tables)
+    expected = JobTable.concatenate(tables)
+    for name in JobTable.__dataclass_fields__:
+        assert_same_array(getattr(stacked, name), getattr(expected, name), name)
+        assert getattr(stacked, name).flags.c_contiguous, name
+
+
+def test_encode_plan_matches_the_original_on_every_plan_form():
+    solved = solve_scenario(make_scenario("hard", 3))
+    optimal = solved.optimal_plan
+    first, second = optimal["jobs"][0], optimal["jobs"][1]
+    plans = [
+        optimal,
+        json.dumps(optimal),
+        parse_plan(json.dumps(optimal)).plan,
+        {"jobs": [second, first]},  # another order
+        {"jobs": [first]},  # jobs omitted
+        {"jobs": [first, first]},  # duplicated
+        {"jobs": [first, {**second, "id": "ghost"}]},  # invented
+        {"jobs": [{**first, "gpus": 3, "tensor_parallel": 2}]},  # TP does not divide
+        {"jobs": [{**job, "gpus": 8} for job in optimal["jobs"]]},  # over-allocated
+        {"jobs": [{**first, "kv_cache": "int4"}]},
+        {"jobs": "nope"},
+        None,
+        "{",
+        b'{"jobs": []}',
+        bytearray(b'{"jobs": []}'),
+    ]
+    for plan in plans:
+        buffer, columns = RowBuffer(), {name: [] for name in PlanRows.__dataclass_fields__}
+        args = (solved.job_index, 5, solved.gpu_count, solved.default_kv)
+        reasons = encode_plan(plan, *args, buffer)
+        assert reasons == reference_encode(plan, *args, columns), plan
+        assert encode_plans([plan], [solved], [5], RowBuffer()) == [reasons]
+        rows, expected = buffer.to_rows(), reference_rows(columns)
+        for name in PlanRows.__dataclass_fields__:
+            assert_same_array(getattr(rows, name), getattr(expected, name), name)
+    empty = RowBuffer().to_rows()
+    assert empty.num_rows == 0 and empty.precision.shape == (0, len(MODULE_GROUPS))
