@@ -3,7 +3,8 @@
 TRL signature: ``fleet_reward(completions, scenario, **kwargs) -> list[float]``; ``scenario`` is the dataset
 column of scenario JSON strings (one per completion); multi-agent rows also carry ``agent`` and
 ``given_plan`` columns (``rewards/scoring.py``), and their answer is scored merged with the given parts.
-``log_metric`` (if TRL passes it) receives rates under ``kernel/``.
+``log_metric`` (if TRL passes it) receives rates under ``kernel/``; ``log_extra`` adds each completion's
+parse error, IRD flag and % of optimum to TRL's completions table.
 
 Reward levels (the ordering DESIGN.md §5 requires; tests/rewards/test_fleet_reward.py checks it):
 - malformed: 0.0 (no JSON / not text / too large / too deep), 0.002 (JSON that does not decode),
@@ -48,6 +49,11 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     rewards = np.where(scores.has_plan, rewards, malformed)
     rewards[scores.ird] = IRD_REWARD
     log_kernel_rates(scores, kwargs.get("log_metric"))
+    log_extra = kwargs.get("log_extra")
+    if callable(log_extra):  # extra columns of TRL's completions table (log_completions)
+        log_extra("parse_error", [result.error or "" for result in scores.parsed])
+        log_extra("ird", scores.ird.tolist())
+        log_extra("percent_of_optimum", (100.0 * scores.score).round(1).tolist())
     return rewards.tolist()
 
 

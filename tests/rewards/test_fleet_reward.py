@@ -151,6 +151,14 @@ def test_log_metric_receives_kernel_rates():
     assert logged["kernel/ird_rate"] == 0.0
 
 
+def test_log_extra_adds_columns_to_the_completions_table():
+    columns = {}
+    reward(json.dumps(OPTIMAL), "nonsense", log_extra=columns.__setitem__)
+    assert columns["parse_error"] == ["", "no_json"]
+    assert columns["ird"] == [False, False]
+    assert columns["percent_of_optimum"] == [100.0, 0.0]
+
+
 def test_registry_and_trl_kwargs():
     assert REWARD_FUNCS["fleet_reward"] is fleet_reward
     out = fleet_reward(
