@@ -101,8 +101,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     # 1. The model to start from: the tiny local Llama (created on first use) and/or an SFT warm start.
     model_path = model_args.model_name_or_path
-    if script_args.build_tiny_model:
-        ensure_tiny_model(model_path)
+    if script_args.build_tiny_model:  # rank 0 builds it; other processes wait, then find it built
+        with training_args.main_process_first(desc="build the tiny model"):
+            ensure_tiny_model(model_path)
     if script_args.sft_steps > 0:
         model_path = warm_start(model_path, script_args, training_args)
 
@@ -154,8 +155,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name="fleet_rl scenario generator")
-    if hasattr(trainer, "end"):
-        trainer.end()  # finishes trackers (wandb) and the process group (transformers >= 5.18)
+    # Free the (DDP-wrapped) model before the process group goes: destroying a gloo group whose last user is
+    # freed afterwards can deadlock at exit (pytorch#56297). Then finish trackers and the process group.
+    accelerator = trainer.accelerator
+    del trainer, policy
+    accelerator.free_memory()
+    accelerator.end_training()
     return summary
 
 
