@@ -18,8 +18,9 @@ file and goes into a temporary sibling directory that is renamed in place, so re
 
 The model, openly:
 - random initialisation (``torch.manual_seed(seed)``): it writes noise, not plans, until trained;
-- 2 layers, hidden size 128, 4 query / 2 key-value heads (grouped-query attention), SwiGLU MLP of 256,
-  untied embeddings, float32: 0.59 M parameters with the default corpus (vocabulary of 1164 tokens);
+- 4 layers, hidden size 128, 4 query / 2 key-value heads (grouped-query attention), SwiGLU MLP of 256,
+  untied embeddings, float32: 0.89 M parameters with the default corpus (vocabulary of 1164 tokens). With
+  2 layers a 600-step warm start wrote valid JSON for under half the held-out prompts; 4 layers, all;
 - hidden size >= 64 because bitsandbytes NF4 quantisation on a CPU needs it.
 
 The tokenizer, openly:
@@ -286,7 +287,7 @@ def build_tiny_model(
     corpus: Iterable[str] | None = None,
     vocab_size: int = 2048,
     hidden_size: int = 128,
-    num_layers: int = 2,
+    num_layers: int = 4,
     num_heads: int = 4,
     num_kv_heads: int = 2,
     intermediate_size: int = 256,
@@ -335,7 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--num_scenarios", type=int, default=200, help="scenarios in the tokenizer corpus")
     parser.add_argument("--vocab_size", type=int, default=2048)
     parser.add_argument("--hidden_size", type=int, default=128)
-    parser.add_argument("--num_layers", type=int, default=2)
+    parser.add_argument("--num_layers", type=int, default=4)
     parser.add_argument("--num_heads", type=int, default=4)
     parser.add_argument("--num_kv_heads", type=int, default=2)
     parser.add_argument("--intermediate_size", type=int, default=256)
