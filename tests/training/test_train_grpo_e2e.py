@@ -91,3 +91,32 @@ def test_eval_script_loads_the_trained_adapter_in_4bit(first_run, capsys):
     )  # fmt: skip
     assert report["evaluated"] == str(first_run / "run")
     assert report["num_scenarios"] == 2 and 0.0 <= report["mean_percent_of_optimum"] <= 100.0
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(first_run):
+    import signal
+    import time
+
+    output = first_run / "killed"
+    flags = ["--output_dir", str(output), "--eval_scenarios", "0", "--report_to", "none"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}
+    command = [
+        sys.executable, "train_grpo.py", "--config", "configs/tiny_cpu.yaml",
+        "--model_name_or_path", str(first_run / "tiny"), "--sft_steps", "4", "--sft_num_examples", "32",
+        "--num_prompts", "32", "--max_completion_length", "48", "--save_steps", "2",
+        "--disable_tqdm", "true", "--log_completions", "false", "--max_steps", "1000", *flags,
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 300
+    while not (output / "checkpoint-2" / "trainer_state.json").exists():
+        assert process.poll() is None and time.monotonic() < deadline, "no checkpoint before the kill"
+        time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)  # no chance to clean up, like a lost machine
+    process.wait()
+    saved = max(int(p.name.split("-")[1]) for p in output.glob("checkpoint-*"))
+    run_train(first_run, "--resume_from_checkpoint", "last", "--max_steps", str(saved + 2), *flags)
+    state = json.loads((output / f"checkpoint-{saved + 2}" / "trainer_state.json").read_text())
+    assert state["global_step"] == saved + 2
+    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == list(range(1, saved + 3))
