@@ -134,9 +134,13 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.add_callback(RichProgressCallback())
 
     # 4. Train (resuming restores optimizer, scheduler, RNG state and the global step), then save the adapter.
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
-    summary = {"global_step": trainer.state.global_step, "output_dir": training_args.output_dir}
+    summary = {
+        "global_step": trainer.state.global_step,
+        "output_dir": training_args.output_dir,
+        "train_runtime_s": result.metrics.get("train_runtime"),
+    }
 
     # 5. Held-out evaluation with the same reward path, written next to the checkpoints.
     if script_args.eval_scenarios > 0 and trainer.is_world_process_zero():

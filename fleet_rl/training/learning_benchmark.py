@@ -12,7 +12,9 @@ optimum. A command, not a CI test: it takes minutes and its result is a measurem
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -26,13 +28,14 @@ CONFIG = "configs/tiny_cpu.yaml"
 def _evaluate(model_dir: str, args: argparse.Namespace) -> dict:
     import eval as eval_script  # the repository's eval.py: one evaluation path for users and this benchmark
 
-    report = eval_script.main(
-        [
-            "--model", model_dir, "--load_in_4bit", "true", "--tasks", *args.tasks,
-            "--num_scenarios", str(args.eval_scenarios), "--prompt_style", "compact",
-            "--max_new_tokens", str(args.max_new_tokens),
-        ]
-    )  # fmt: skip
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries only the benchmark's JSON
+        report = eval_script.main(
+            [
+                "--model", model_dir, "--load_in_4bit", "true", "--tasks", *args.tasks,
+                "--num_scenarios", str(args.eval_scenarios), "--prompt_style", "compact",
+                "--max_new_tokens", str(args.max_new_tokens),
+            ]
+        )  # fmt: skip
     return {key: value for key, value in report.items() if key not in ("samples", "evaluated")}
 
 
@@ -42,17 +45,18 @@ def run(args: argparse.Namespace, train_flags: list[str]) -> dict:
 
     output_dir = Path(args.output_dir)
     started = time.perf_counter()
-    train_grpo.main(
-        [
-            "--config", CONFIG, "--output_dir", str(output_dir), "--max_steps", str(args.grpo_steps),
-            "--save_steps", str(args.grpo_steps), "--eval_scenarios", "0", "--report_to", "none",
-            "--log_completions", "false", "--disable_tqdm", "true", "--tasks", *args.tasks,
-            *train_flags,
-        ]
-    )  # fmt: skip
+    with contextlib.redirect_stdout(sys.stderr):
+        summary = train_grpo.main(
+            [
+                "--config", CONFIG, "--output_dir", str(output_dir), "--max_steps", str(args.grpo_steps),
+                "--save_steps", str(args.grpo_steps), "--eval_scenarios", "0", "--report_to", "none",
+                "--log_completions", "false", "--disable_tqdm", "true", "--tasks", *args.tasks,
+                *train_flags,
+            ]
+        )  # fmt: skip
     train_s = time.perf_counter() - started
     state = json.loads((output_dir / f"checkpoint-{args.grpo_steps}" / "trainer_state.json").read_text())
-    grpo_s = next(entry["train_runtime"] for entry in state["log_history"] if "train_runtime" in entry)
+    grpo_s = summary["train_runtime_s"]
     after_sft = _evaluate(str(output_dir / "warm-start"), args)
     after_grpo = _evaluate(str(output_dir), args)
     rewards = [entry["reward"] for entry in state["log_history"] if "reward" in entry]
