@@ -41,7 +41,16 @@ import numpy as np
 from fleet_rl.catalog import GPUS, MODELS, ModelSpec
 from fleet_rl.scenario import Cluster, Job, Scenario
 
-__all__ = ["HELD_OUT_GPUS", "HELD_OUT_MODELS", "SPLITS", "TASKS", "TIERS", "TierSpec", "make_scenario"]
+__all__ = [
+    "HELD_OUT_GPUS",
+    "HELD_OUT_MODELS",
+    "JOB_NAMES",
+    "SPLITS",
+    "TASKS",
+    "TIERS",
+    "TierSpec",
+    "make_scenario",
+]
 
 TASKS: tuple[str, ...] = ("easy", "medium", "hard", "multiagent")
 SPLITS: tuple[str, ...] = ("train", "eval")
@@ -139,6 +148,8 @@ _JOB_NAMES: dict[str, tuple[str, ...]] = {
     "lora": ("tune", "domain-tune", "instruct-tune", "style-adapter", "sql-adapter"),
     "train": ("pretrain", "finetune", "distill", "continued-pretrain", "reward-model"),
 }
+JOB_NAMES: tuple[str, ...] = tuple(sorted({name for names in _JOB_NAMES.values() for name in names}))
+"""Every base job id the generator draws (a repeated one gets a numeric suffix, "chat-2")."""
 _PRIORITIES = (1.0, 2.0, 3.0)
 
 # Rough per-GPU memory estimate for the sanity filter (DESIGN.md §4; the kernel has the real physics).

@@ -51,13 +51,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from fleet_rl.catalog import GPUS, MODELS
 from fleet_rl.kernel import solve
 from fleet_rl.prompts import build_messages, format_answer
-from fleet_rl.scenario_generator import TASKS, make_scenario
+from fleet_rl.scenario_generator import JOB_NAMES, TASKS, make_scenario
 
 __all__ = [
     "BOS_TOKEN",
@@ -134,12 +134,18 @@ def default_corpus(num_scenarios: int = 200) -> list[str]:
 
 
 def build_tokenizer(
-    corpus: Iterable[str], vocab_size: int = 2048, model_max_length: int = 4096
+    corpus: Iterable[str],
+    vocab_size: int = 2048,
+    model_max_length: int = 4096,
+    atomic_words: Iterable[str] = JOB_NAMES,
 ) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE of at most ``vocab_size`` tokens (specials and 256 bytes included).
 
-    Special tokens take ids 0-4 in ``SPECIAL_TOKENS`` order. Returns a ``PreTrainedTokenizerFast`` with
-    bos/eos/pad set, left padding, ``model_max_length`` and the chat template ``CHAT_TEMPLATE``."""
+    Special tokens take ids 0-4 in ``SPECIAL_TOKENS`` order. ``atomic_words`` (the generator's job ids)
+    become single added tokens: a plan must repeat the scenario's ids exactly, and copying one token is
+    far easier for a tiny model than copying the 2-3 BPE pieces "style-adapter" splits into (the byte-level
+    pre-tokenizer cuts at "-"). Returns a ``PreTrainedTokenizerFast`` with bos/eos/pad set, left padding,
+    ``model_max_length`` and the chat template ``CHAT_TEMPLATE``."""
     minimum_vocab_size = _BYTE_ALPHABET_SIZE + len(SPECIAL_TOKENS)
     if vocab_size < minimum_vocab_size:
         raise ValueError(f"vocab_size must be >= {minimum_vocab_size} (bytes + specials), got {vocab_size}")
@@ -154,6 +160,7 @@ def build_tokenizer(
         show_progress=False,
     )
     tokenizer.train_from_iterator(corpus, trainer=trainer)
+    tokenizer.add_tokens([AddedToken(word, normalized=False) for word in atomic_words])
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
         bos_token=BOS_TOKEN,

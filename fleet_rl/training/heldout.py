@@ -4,6 +4,10 @@
 ``fleet_rl.scenario_generator``), renders the same prompts as training, generates one greedy answer each and
 scores them with ``rewards.score_completions`` and ``rewards.fleet_reward``: one reward path for training,
 evaluation and benchmarks. It returns plain numbers (JSON-ready) and a few sample answers.
+
+``mean_percent_of_optimum`` is the kernel score with IRD-flagged (degenerate) plans counted as 0, like
+``efficiency_reward``: a plan that starves a job can still run the others and score above 0, but it earns
+no credit. ``mean_kernel_percent_of_optimum`` is the raw kernel score of every plan, for comparison.
 """
 
 from __future__ import annotations
@@ -60,11 +64,13 @@ def summarise(rows: Sequence[dict], completions: Sequence[str]) -> dict:
     scores = score_completions(list(completions), columns.pop("scenario"), **columns)
     rewards = np.array(fleet_reward(list(completions), [row["scenario"] for row in rows], **columns))
     tasks = np.array([row["task"] for row in rows])
+    credited = np.where(scores.ird, 0.0, scores.score)  # a degenerate (IRD) plan earns no credit
 
     def stats(mask: np.ndarray) -> dict:
         return {
             "num_scenarios": int(mask.sum()),
-            "mean_percent_of_optimum": float(100.0 * scores.score[mask].mean()),
+            "mean_percent_of_optimum": float(100.0 * credited[mask].mean()),
+            "mean_kernel_percent_of_optimum": float(100.0 * scores.score[mask].mean()),
             "valid_plan_rate": float(scores.has_plan[mask].mean()),
             "feasible_rate": float(scores.feasible[mask].mean()),
             "ird_rate": float(scores.ird[mask].mean()),
