@@ -5,6 +5,10 @@ a micro-batch size, activation checkpointing and a KV-cache precision (see DESIG
 serves the kernel (``evaluate``), the reward parser and the prompt (``PLAN_JSON_SCHEMA``), so the three can
 never disagree about what a valid plan is.
 
+The structs are not tracked by the cyclic garbage collector (``gc=False``): they hold strings, numbers and
+other plan structs (a plan's list holds its jobs), so they form no reference cycle, and the reward decodes
+every completion of every batch into them, whose tracking would trigger collections.
+
 Bounds (documented, and the solver's search space):
 - ``tensor_parallel`` in {1, 2, 4, 8}; it must divide ``gpus`` (checked against the scenario by the kernel).
 - ``micro_batch_size`` in {1, 2, 4, ..., 64} (powers of two; per GPU, per forward pass; training kinds only).
@@ -27,7 +31,7 @@ MAX_JOBS_PER_PLAN = 16
 MAX_GPUS_PER_JOB = 64
 
 
-class PrecisionMap(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class PrecisionMap(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """Numeric format per module group; every group is required."""
 
     embedding: Precision
@@ -37,7 +41,7 @@ class PrecisionMap(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     lm_head: Precision
 
 
-class JobPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+class JobPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, gc=False):
     """One job's part of the plan."""
 
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
@@ -49,7 +53,7 @@ class JobPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     kv_cache: Precision | None = None
 
 
-class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """A whole plan: one entry per job of the scenario (a missing job is left unallocated)."""
 
     jobs: Annotated[list[JobPlan], msgspec.Meta(max_length=MAX_JOBS_PER_PLAN)]

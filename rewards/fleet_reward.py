@@ -19,6 +19,9 @@ Reward levels (the ordering DESIGN.md §5 requires; tests/rewards/test_fleet_rew
 
 from __future__ import annotations
 
+import operator
+from itertools import repeat
+
 import numpy as np
 
 from fleet_rl.kernel.constants import OOM, UNSTABLE, UNSUPPORTED
@@ -32,12 +35,14 @@ MALFORMED_REWARD = {BAD_JSON: 0.002, SCHEMA: 0.005}  # every other parse error: 
 INCONSISTENT_REWARD = 0.015
 INFEASIBLE_BASE, PLACED_CREDIT, FITS_CREDIT, RUNS_CREDIT = 0.02, 0.08, 0.08, 0.07
 FEASIBLE_BASE = 0.3
+_error = operator.attrgetter("error")
 
 
 def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     """Composite reward in [0, 1] for each completion (see the module docstring)."""
     scores = score_completions(completions, scenario, **kwargs)
-    malformed = np.array([MALFORMED_REWARD.get(result.error, 0.0) for result in scores.parsed])
+    errors = list(map(_error, scores.parsed))
+    malformed = np.fromiter(map(MALFORMED_REWARD.get, errors, repeat(0.0)), dtype=float, count=len(errors))
     infeasible = (
         INFEASIBLE_BASE
         + PLACED_CREDIT * scores.placed_share
@@ -51,7 +56,7 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     log_kernel_rates(scores, kwargs.get("log_metric"))
     log_extra = kwargs.get("log_extra")
     if callable(log_extra):  # extra columns of TRL's completions table (log_completions)
-        log_extra("parse_error", [result.error or "" for result in scores.parsed])
+        log_extra("parse_error", [error or "" for error in errors])
         log_extra("ird", scores.ird.tolist())
         log_extra("percent_of_optimum", (100.0 * scores.score).round(1).tolist())
     return rewards.tolist()

@@ -39,7 +39,18 @@ def degenerate_plans(scored: ScoredBatch, optimal_gpus: np.ndarray, plan_of_row:
         return np.bincount(plan_of_row, weights=mask.astype(float), minlength=num_plans) > 0
 
     placed = rows.gpus > 0
-    lowest_everywhere = any_row(placed) & ~any_row(placed & (rows.precision < FP8).any(axis=1))
+    # a placed row with some group in a 16-bit or wider format (codes below FP8)
+    wide = placed & (rows.precision.min(axis=1) < FP8)
+    lowest_everywhere = any_row(placed) & ~any_row(wide)
     starved = any_row((optimal_gpus > 0) & ~placed)
-    invented = np.array([any(r.startswith(_ID_REASONS) for r in reasons) for reasons in scored.plan_reasons])
-    return lowest_everywhere | starved | invented.reshape(num_plans)
+    invented = np.zeros(num_plans, dtype=bool)
+    invented[[p for p, reasons in enumerate(scored.plan_reasons) if reasons and _names_ids(reasons)]] = True
+    return lowest_everywhere | starved | invented
+
+
+def _names_ids(reasons: list[str]) -> bool:
+    """Whether some reason is an invented or duplicated job id."""
+    for reason in reasons:
+        if reason.startswith(_ID_REASONS):
+            return True
+    return False

@@ -34,13 +34,18 @@ scanner and the original parser by ``tests/rewards/test_throughput_parsing.py``)
   ``{`` after it), one valid JSON object, that object is all the scanner would find there; it is decoded
   straight to ``Plan`` (a schema failure is confirmed as JSON with a ``"jobs"`` key by one untyped decode),
   and steps 4-5 are skipped. Most answers (bare JSON, or one ```json fence amid prose and reasoning) end
-  here, after one typed msgspec decode; the scanner runs only on the rest.
+  here, after one typed msgspec decode; the scanner runs only on the rest. ``parse_plan`` handles the usual
+  shapes inline (one leading think block, then no fence or one ```json fence) on index ranges of the
+  completion, without copying the answer out of it.
 - Tags, fences and braces are found by one-character searches; the scanner skips ordinary characters and
   whole strings with one regex match per bracket, and remembers where inner objects end, so retries after
   an unclosed ``{`` do not scan again.
 - A truncated answer (the first object never closes, per msgspec, and no ``"jobs"`` key after its first
-  inner ``{``) is known to yield nothing without scanning; a whole-text region that merely repeats a
-  region already scanned (an unclosed fence running to the end) is not scanned twice.
+  inner ``{``) is known to yield nothing without scanning (``bad_json``; checked before any decode when
+  the region runs to the end of the text without a ``}`` in its last characters); a whole-text region that
+  merely repeats a region already scanned (an unclosed fence running to the end) is not scanned twice.
+- ``ParseResult`` (like the plan structs of ``fleet_rl.plan_schema``) is not tracked by the cyclic garbage
+  collector: it forms no reference cycle, and a batch of tracked results would trigger collections.
 
 Simplifications: a plan nested inside another object (``{"plan": {"jobs": ...}}``) is not looked for and
 fails as ``schema``; think tags and fences are matched case-sensitively; a fence's content ends at the next
@@ -115,13 +120,14 @@ _FENCE = "```"
 _FENCE_TAG = re.compile(r"[A-Za-z0-9_+.-]*")  # the info string right after ```, e.g. "json"
 _FENCE_TAG_CHAR = re.compile(r"[A-Za-z0-9_+.-]")
 _JSON_FENCE = "```json"
+_JSON_FENCE_LINE = "```json\n"
 # Ordinary characters and whole JSON strings (backslash escapes inside; an unclosed string runs to the end),
 # then the next bracket outside strings, or the end of the text (an empty group). Possessive quantifiers:
 # no backtracking, so each match is linear in what it consumes.
 _BRACKET = re.compile(r'(?:[^"{}\[\]]++|"[^"\\]*+(?:\\[\s\S][^"\\]*+)*+"?+)*+([{}\[\]]|\Z)')
 
 
-class ParseResult(msgspec.Struct, frozen=True):
+class ParseResult(msgspec.Struct, frozen=True, gc=False):
     """Outcome of ``parse_plan``. Unpacks as three values: ``plan, error, num_candidates = result``.
 
     ``plan`` is set exactly when ``error`` is None. ``num_candidates`` counts the plan-like objects (decoded
@@ -373,6 +379,8 @@ def _schema_detail(error: Exception) -> str:
 
 
 _NO_JSON = ParseResult(None, NO_JSON, 0, "no JSON object in the answer")  # frozen: one shared instance
+_NEVER_CLOSES = "unbalanced braces: the object never closes"
+_UNCLOSED = ParseResult(None, BAD_JSON, 0, _NEVER_CLOSES)
 
 
 def _answer(completion: object) -> tuple[str | None, ParseResult | None]:
@@ -408,18 +416,22 @@ def _only_object(text: str, lo: int, hi: int) -> tuple[Plan | None, msgspec.Vali
     try:
         return _decode_plan(candidate), None
     except msgspec.ValidationError as error:  # the candidate may still be malformed further on
-        schema_error = error
+        return (None, error) if _plan_like(candidate) else None
     except (msgspec.DecodeError, UnicodeEncodeError):  # lone surrogates cannot be encoded
         return None
+
+
+def _plan_like(candidate: str) -> bool:
+    """For an object (between its first ``{`` and last ``}``) that failed the schema: whether it is one JSON
+    mapping with a ``"jobs"`` key holding at most ``MAX_NESTING`` brackets in all (so the scanner would find
+    it, and not too deep)."""
     if candidate.count("{") + candidate.count("[") > MAX_NESTING:
-        return None
+        return False
     try:
         value = msgspec.json.decode(candidate)
     except (msgspec.DecodeError, UnicodeEncodeError):
-        return None
-    if isinstance(value, dict) and "jobs" in value:
-        return None, schema_error
-    return None
+        return False
+    return isinstance(value, dict) and "jobs" in value
 
 
 def _one_result(found: tuple[Plan | None, msgspec.ValidationError | None]) -> ParseResult:
@@ -432,20 +444,68 @@ def _one_result(found: tuple[Plan | None, msgspec.ValidationError | None]) -> Pa
 def parse_plan(completion: object) -> ParseResult:
     """Extract the one plan of a completion and validate it strictly against ``Plan``; never raises."""
     text = completion if type(completion) is str else completion_text(completion)
-    if text is None or len(text) > MAX_COMPLETION_CHARS or "<" in text:
-        text, failure = _answer(completion)
-        if failure is not None:
-            return failure
-    if "{" not in text:  # no region holds a brace
+    if text is None or len(text) > MAX_COMPLETION_CHARS:
+        return _answer(completion)[1]
+    # Step 2 in place: the answer is text[base:] (not copied out in the usual shapes).
+    base = 0
+    if "<" in text:  # a one-character scan first: most answers have no think tag at all
+        if text.startswith(_THINK_OPEN):  # the usual shape: one block first, then the answer
+            close = _find(text, _THINK_CLOSE, len(_THINK_OPEN))
+            if close == -1:  # the answer never started
+                return _NO_JSON
+            base = close + len(_THINK_CLOSE)
+        if not base or text.find("<", base) != -1:  # any other shape: the general rule
+            text, base = _strip_think(text), 0
+    # Fast path (``_only_object``, inlined): the preferred region holds exactly one plan-like object.
+    tick = text.find("`", base)
+    if tick == -1:  # no fence: the whole answer is the region
+        start = text.find("{", base)
+        if start == -1:
+            return _NO_JSON
+        lo, hi = base, len(text)
+    elif text.startswith(_JSON_FENCE_LINE, tick) or (
+        text.startswith(_JSON_FENCE, tick) and not _FENCE_TAG_CHAR.match(text, tick + len(_JSON_FENCE))
+    ):  # the first backtick opens a ```json fence: the usual shape if it is the only fence
+        lo = tick + len(_JSON_FENCE)
+        hi = text.find("`", lo)
+        if hi == -1:  # it never closes: its content runs to the end
+            hi = len(text)
+        elif not text.startswith(_FENCE, hi) or text.find("`", hi + len(_FENCE)) != -1:
+            return _fenced(text[base:] if base else text)
+        start = text.find("{", lo, hi)
+        if start == -1 and text.find("{", base) == -1:  # no region holds a brace
+            return _NO_JSON
+    elif text.find("{", base) == -1:
         return _NO_JSON
-    # Fast path (``_only_object``): each region of the preferred set holds exactly one plan-like object.
-    if "`" not in text:  # no fence: the whole text is the region
-        found = _only_object(text, 0, len(text))
-        return _scan(text, [], []) if found is None else _one_result(found)
-    lo, hi = _one_json_fence(text)
-    if lo != -1:
-        found = _only_object(text, lo, hi)
-        return _scan(text, [text[lo:hi]], []) if found is None else _one_result(found)
+    else:
+        return _fenced(text[base:] if base else text)
+    if start != -1:
+        end = text.rfind("}", start, hi)
+        if (
+            hi == len(text)
+            and end < hi - 5
+            and (tick == -1 or text.find("{", base, tick) == -1)
+            and _truncated_without_plans(text[lo:], start - lo)
+        ):
+            # The region runs to the end of the text (no fence, or an unclosed one), holds the answer's first
+            # brace and ends without a "}" in its last 5 characters: it is truncated, with no plan after it,
+            # so the scanner finds nothing (checked before trying to decode its first object).
+            return _UNCLOSED
+        if end != -1 and text.find("{", end, hi) == -1:
+            candidate = text[start : end + 1]
+            try:
+                return ParseResult(_decode_plan(candidate), None, 1)
+            except msgspec.ValidationError as error:  # the candidate may still be malformed further on
+                if _plan_like(candidate):
+                    return ParseResult(None, SCHEMA, 1, _schema_detail(error))
+            except (msgspec.DecodeError, UnicodeEncodeError):  # lone surrogates cannot be encoded
+                pass
+    answer = text[base:] if base else text
+    return _scan(answer, [], []) if tick == -1 else _scan(answer, [text[lo:hi]], [])
+
+
+def _fenced(text: str) -> ParseResult:
+    """``parse_plan`` of an answer with fences other than one closing ```json fence (``text`` has a brace)."""
     json_blocks, bare_blocks = _fenced_blocks(text)
     regions = json_blocks or bare_blocks or [text]
     for region in regions:
@@ -505,7 +565,7 @@ def _scan(text: str, json_blocks: list[str], bare_blocks: list[str]) -> ParseRes
                 plan_from_object(others[0])
             except msgspec.ValidationError as error:
                 return ParseResult(None, SCHEMA, 0, _schema_detail(error))
-        return ParseResult(None, BAD_JSON, 0, decode_error or "unbalanced braces: the object never closes")
+        return ParseResult(None, BAD_JSON, 0, decode_error or _NEVER_CLOSES)
     if len(plan_like) > 1:
         return ParseResult(None, SEVERAL_PLANS, len(plan_like), f"{len(plan_like)} plans in one answer")
     try:

@@ -12,8 +12,9 @@ Per-row inputs (TRL passes dataset columns as lists, one item per completion):
 
 Cost (``python -m fleet_rl.bench`` reports it as the ``reward`` section): per completion, the parse
 (``rewards/parsing.py``, usually one typed msgspec decode) and one row per scenario job in the kernel's
-encoder; per call, a fixed number of numpy passes over all rows. Each distinct scenario of a call is decoded
-and solved once (cached across calls: a cold solve costs milliseconds, so scenarios should be solved before
+encoder; per call, a fixed number of numpy passes over all rows (against the kernel's arena of job tables:
+none is stacked per call). Each distinct scenario of a call is decoded and solved once, looked up by its
+JSON text (cached across calls: a cold solve costs milliseconds, so scenarios should be solved before
 training, or the first epoch pays for it); ``copies_example`` is asked only of plans with the example's GPU
 counts; the cache key compares the completion texts without hashing them.
 """
@@ -129,7 +130,9 @@ def score_completions(completions: Sequence, scenario: Sequence, **kwargs) -> Gr
         raise ValueError(f"{size} completions but {len(scenario)} scenarios")
     agents = _column(kwargs, "agent", size)
     given = _column(kwargs, "given_plan", size)
-    texts = [completion_text(completion) for completion in completions]
+    texts = [
+        completion if type(completion) is str else completion_text(completion) for completion in completions
+    ]
     key = _cache_key(texts, scenario, agents, given)
     if key is not None and _last is not None and _last[0] == key:
         return _last[1]
@@ -139,21 +142,38 @@ def score_completions(completions: Sequence, scenario: Sequence, **kwargs) -> Gr
     return scores
 
 
+@functools.lru_cache(maxsize=4096)
+def _solved_from_json(text: str) -> tuple[Scenario, SolvedScenario]:
+    """A scenario JSON's scenario and solution, looked up by the text alone (hashing the ``Scenario`` for
+    ``solve_scenario``'s cache costs more than hashing its text, whose hash the string keeps). It holds the
+    same solutions as ``solve_scenario``'s cache, of the same size, used in the same order."""
+    scenario = scenario_from_json(text)
+    return scenario, solve_scenario(scenario)
+
+
+def _solved_pair(value: object) -> tuple[Scenario, SolvedScenario]:
+    if isinstance(value, str):
+        return _solved_from_json(value)
+    scenario = _as_scenario(value)
+    return scenario, solve_scenario(scenario)
+
+
 def _solved_scenarios(column: Sequence) -> tuple[list[Scenario], list[SolvedScenario]]:
     """Each row's scenario and its solution, decoded and looked up once per distinct value (a GRPO group
     repeats one scenario over its completions)."""
     scenarios, solved = [], []
+    add_scenario, add_solved = scenarios.append, solved.append
     seen: dict = {}
-    previous, pair = _NOTHING, None
+    previous, scenario_k, solved_k = _NOTHING, None, None
     for value in column:
         if value is not previous and value != previous:  # a group's rows are adjacent: compare, not hash
             pair = seen.get(value)
             if pair is None:
-                scenario = _as_scenario(value)
-                pair = seen[value] = (scenario, solve_scenario(scenario))
+                pair = seen[value] = _solved_pair(value)
+            scenario_k, solved_k = pair
             previous = value
-        scenarios.append(pair[0])
-        solved.append(pair[1])
+        add_scenario(scenario_k)
+        add_solved(solved_k)
     return scenarios, solved
 
 
@@ -166,42 +186,56 @@ def _copies_example(plan: Plan, scenario: Scenario) -> bool:
     """``copies_example``, asked only of plans with the example's GPU counts (a copy has them all)."""
     example = _example_gpus()
     jobs = plan.jobs
-    if len(jobs) != len(example) or any(job.gpus != gpus for job, gpus in zip(jobs, example, strict=True)):
+    if len(jobs) != len(example):
         return False
+    for job, gpus in zip(jobs, example, strict=True):
+        if job.gpus != gpus:
+            return False
     return copies_example(plan, scenario)
 
 
 def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list, given: list) -> GroupScores:
     size = len(completions)
     scenarios, solved = _solved_scenarios(scenario)
-    parsed = [
-        parse_plan(completion if text is None else text)
-        for completion, text in zip(completions, texts, strict=True)
-    ]
-    is_agent = np.array([bool(agent) for agent in agents], dtype=bool)
-    index = [i for i, result in enumerate(parsed) if result.plan is not None]
+    if None in texts:
+        parsed = [
+            parse_plan(completion if text is None else text)
+            for completion, text in zip(completions, texts, strict=True)
+        ]
+    else:
+        parsed = list(map(parse_plan, texts))
+    index, several = [], []
+    for i, result in enumerate(parsed):
+        if result.plan is not None:
+            index.append(i)
+        elif result.error == SEVERAL_PLANS:
+            several.append(i)
+    is_agent = np.fromiter(map(bool, agents), dtype=bool, count=size)
     has_plan = np.zeros(size, dtype=bool)
-    has_plan[index] = True
-    ird = np.array([result.error == SEVERAL_PLANS for result in parsed], dtype=bool)
+    ird = np.zeros(size, dtype=bool)
+    ird[several] = True
     zeros = np.zeros(size)
     valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
     placed_share, fits_share, runs_share = zeros.copy(), zeros.copy(), zeros.copy()
     score, objective = zeros.copy(), zeros.copy()
     status_counts = np.zeros(len(STATUSES))
     if index:
+        with_plan = np.array(index)
+        has_plan[with_plan] = True
         plans, copied = [], []
+        add_plan = plans.append
         example_jobs = len(_example_gpus())
         previous, given_plan = _NOTHING, None
-        for i in index:
+        for k, i in enumerate(index):
             plan = parsed[i].plan
-            copied.append(len(plan.jobs) == example_jobs and _copies_example(plan, scenarios[i]))
+            if len(plan.jobs) == example_jobs and _copies_example(plan, scenarios[i]):
+                copied.append(k)
             if agents[i]:
                 if given[i] is not previous and given[i] != previous:  # adjacent rows share their parts
                     previous, given_plan = given[i], given_plan_from(given[i])
                 plan = merge_answer(given_plan, plan)
-            plans.append(plan)
-        solved_rows = [solved[i] for i in index]
-        scored = score_batch(solved_rows, plans)
+            add_plan(plan)
+        scored = score_batch([solved[i] for i in index], plans)
         sizes = scored.plan_sizes
         # job statuses per plan, one bincount: counts[p, s] = rows of plan p with status s
         counts = np.bincount(
@@ -210,17 +244,21 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         status_counts = counts.sum(axis=0).astype(float)
         placed_count = (sizes - counts[:, UNALLOCATED] - counts[:, INVALID]).astype(float)
         runs = counts[:, OK].astype(float)
-        valid[index] = scored.valid
-        feasible[index] = scored.valid & (placed_count == runs) & (placed_count > 0) & (scored.objective > 0)
-        placed_share[index] = np.where(scored.valid, placed_count / sizes, 0.0)
-        fits_share[index] = np.where(
+        valid[with_plan] = scored.valid
+        runs_all = placed_count == runs
+        feasible[with_plan] = scored.valid & runs_all & (placed_count > 0) & (scored.objective > 0)
+        placed_share[with_plan] = np.where(scored.valid, placed_count / sizes, 0.0)
+        fits_share[with_plan] = np.where(
             scored.valid, (placed_count - counts[:, OOM]) / np.maximum(placed_count, 1), 0.0
         )
-        runs_share[index] = np.where(scored.valid, runs / sizes, 0.0)
-        score[index] = scored.score
-        objective[index] = scored.objective
-        optimal_gpus = np.concatenate([row.optimal_gpus for row in solved_rows])
-        ird[index] = np.array(copied, dtype=bool) | degenerate_plans(scored, optimal_gpus, scored.plan_of_row)
+        runs_share[with_plan] = np.where(scored.valid, runs / sizes, 0.0)
+        score[with_plan] = scored.score
+        objective[with_plan] = scored.objective
+        # the optimum's GPUs for each row's job: the distinct scenarios' in job-table order, by row
+        optimal_gpus = np.concatenate([distinct.optimal_gpus for distinct in scored.solved])
+        flags = degenerate_plans(scored, optimal_gpus.take(scored.rows.job), scored.plan_of_row)
+        flags[copied] = True
+        ird[with_plan] = flags
     return GroupScores(
         parsed=parsed,
         scenarios=scenarios,

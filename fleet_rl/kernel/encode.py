@@ -5,8 +5,8 @@ the scenario (known and unique job ids, TP dividing the GPU count, the cluster n
 It never raises on a bad plan; it records reasons as ``"code: human text"`` strings.
 
 ``encode_plans`` encodes a batch in one loop (``score_batch`` uses it; ``encode_plan`` is the one-plan
-form). A ``Plan`` struct (what the reward parser produces) is taken as is; each row is one tuple of integers
-appended to a flat list, turned into the ``PlanRows`` arrays by one ``np.fromiter`` at the end.
+form). A ``Plan`` struct (what the reward parser produces) is taken as is; each row is one tuple of small
+integers appended to a flat list, turned into the ``PlanRows`` arrays at the end (``RowBuffer.to_rows``).
 """
 
 from __future__ import annotations
@@ -34,32 +34,62 @@ _PARSE_ERRORS = (
 )
 
 
-_ROW_WIDTH = 12  # job, gpus, tensor_parallel, 5 precision codes, micro_batch_size, checkpointing, kv, invalid
-_PRECISION = slice(3, 3 + len(MODULE_GROUPS))
+_ROW_WIDTH = 11  # gpus, tensor_parallel, 5 precision codes, micro_batch_size, checkpointing, kv, invalid
+_PRECISION = slice(2, 2 + len(MODULE_GROUPS))
+_GPUS, _TP, _MICRO_BATCH, _CHECKPOINTING, _KV, _INVALID = 0, 1, 7, 8, 9, 10
+
+
+class _UnallocatedRows(dict):
+    """The row of a job without GPUs, by its default KV format (built once per format)."""
+
+    def __init__(self, invalid: bool) -> None:
+        super().__init__()
+        self.invalid = invalid
+
+    def __missing__(self, kv: int) -> tuple:
+        row = self[kv] = (0, 1, *_UNALLOCATED_PRECISION, 1, 0, kv, int(self.invalid))
+        return row
+
+
+_UNALLOCATED_ROWS = _UnallocatedRows(invalid=False)  # a job the plan omits or gives no GPUs
+_INVALID_ROWS = _UnallocatedRows(invalid=True)  # every job of a plan that is not one
 
 
 @dataclass
 class RowBuffer:
     """Rows of (plan, job) integers that grow one row per ``encode_plan`` job and become a ``PlanRows``.
 
-    One flat list of ``_ROW_WIDTH`` integers per row: appending a row is one ``list.extend``, and
-    ``to_rows`` is one ``np.fromiter`` plus a transpose, not a list-to-array conversion per field."""
+    One flat list of ``_ROW_WIDTH`` small integers per row (appending a row is one ``list.extend``), and
+    per plan the shift from its first row's position to its first job's index in the job table (rows are
+    written in plan order, each plan's in scenario order), so the job column is ``arange + shift``.
+    Every field of a schema-valid plan fits in a byte, so ``to_rows`` turns the list into bytes in one C
+    call and the columns into arrays with one transposing copy; other values (a hand-built ``Plan`` is not
+    validated) go through ``np.fromiter``."""
 
     data: list[int] = field(default_factory=list)
+    shifts: list[int] = field(default_factory=list)  # per plan: index of its first job − its first row
+    counts: list[int] = field(default_factory=list)  # per plan: its rows (the scenario's jobs)
 
     def to_rows(self) -> PlanRows:
         data = self.data
-        table = np.fromiter(data, dtype=np.int64, count=len(data)).reshape(-1, _ROW_WIDTH)
-        columns = table.T.copy()  # one contiguous (_ROW_WIDTH, R) copy: every field below is contiguous
+        try:
+            flat = np.frombuffer(bytes(data), dtype=np.uint8)
+        except (ValueError, TypeError):  # a value outside 0..255
+            flat = np.fromiter(data, dtype=np.int64, count=len(data))
+        table = flat.reshape(-1, _ROW_WIDTH)
+        # one contiguous (_ROW_WIDTH, R) copy: every field below is contiguous
+        columns = table.T.astype(np.int64, order="C")
+        job = np.arange(table.shape[0], dtype=np.int64)
+        job += np.repeat(np.array(self.shifts, dtype=np.int64), self.counts)
         return PlanRows(
-            job=columns[0],
-            gpus=columns[1],
-            tensor_parallel=columns[2],
-            precision=np.ascontiguousarray(table[:, _PRECISION]),
-            micro_batch_size=columns[8],
-            activation_checkpointing=columns[9].astype(bool),
-            kv_cache=columns[10],
-            invalid=columns[11].astype(bool),
+            job=job,
+            gpus=columns[_GPUS],
+            tensor_parallel=columns[_TP],
+            precision=table[:, _PRECISION].astype(np.int64, order="C"),
+            micro_batch_size=columns[_MICRO_BATCH],
+            activation_checkpointing=columns[_CHECKPOINTING].astype(bool),
+            kv_cache=columns[_KV],
+            invalid=columns[_INVALID].astype(bool),
         )
 
 
@@ -110,17 +140,25 @@ def encode_plans(
     """``encode_plan`` for ``plans[i]`` against ``scenarios[i]`` (a ``ScenarioIndex`` or ``SolvedScenario``)
     with rows at ``job_offsets[i]``, in one loop; the reasons of each plan."""
     extend = buffer.data.extend
+    add_shift, add_count = buffer.shifts.append, buffer.counts.append
+    row = len(buffer.data) // _ROW_WIDTH
     code = PRECISION_CODE
     out: list[list[str]] = []
     for plan, scenario, job_offset in zip(plans, scenarios, job_offsets, strict=True):
         job_index, default_kv = scenario.job_index, scenario.default_kv
         num_jobs = len(job_index)
-        parsed, reason = (plan, None) if type(plan) is Plan else parse_plan_object(plan)
-        if parsed is None:
-            for index in range(num_jobs):
-                extend((job_offset + index, 0, 1, *_UNALLOCATED_PRECISION, 1, 0, default_kv[index], 1))
-            out.append([reason])
-            continue
+        add_shift(job_offset - row)
+        add_count(num_jobs)
+        row += num_jobs
+        if type(plan) is Plan:
+            parsed = plan
+        else:
+            parsed, reason = parse_plan_object(plan)
+            if parsed is None:
+                for index in range(num_jobs):
+                    extend(_INVALID_ROWS[default_kv[index]])
+                out.append([reason])
+                continue
         entries: list = [None] * num_jobs
         reasons: list[str] = []
         for job_plan in parsed.jobs:
@@ -132,11 +170,16 @@ def encode_plans(
             else:
                 entries[index] = job_plan
         total_gpus = 0
-        for index, entry in enumerate(entries):
+        index = -1
+        for entry in entries:
+            index += 1
             if entry is None:
-                extend((job_offset + index, 0, 1, *_UNALLOCATED_PRECISION, 1, 0, default_kv[index], 0))
+                extend(_UNALLOCATED_ROWS[default_kv[index]])
                 continue
-            gpus, tp, kv, precision = entry.gpus, entry.tensor_parallel, entry.kv_cache, entry.precision
+            gpus = entry.gpus
+            tp = entry.tensor_parallel
+            kv = entry.kv_cache
+            precision = entry.precision
             total_gpus += gpus
             mismatch = gpus > 0 and gpus % tp != 0
             if mismatch:
@@ -146,7 +189,6 @@ def encode_plans(
                 )
             extend(
                 (
-                    job_offset + index,
                     gpus,
                     tp,
                     code[precision.embedding],

@@ -3,17 +3,21 @@
 Both scoring paths encode plans to rows, run one vectorised ``simulate`` and one ``job_values``, and sum
 job values per plan with ``np.bincount``, so a plan gets bit-identical results alone or in a batch.
 
-A batch spanning several scenarios needs their job tables stacked into one. ``_concatenate`` does it with one
-``np.concatenate`` per group of like fields (same dtype and trailing shape) instead of one per field; each
-table's groups are stacked once, on its first use, and kept while the table lives, that is while its
-scenario stays in ``solve_scenario``'s cache (this doubles the memory of its job table, about 13 kB per job,
-and a first use costs some 50 µs more, against milliseconds for the scenario's cold solve). The result is
-that of ``JobTable.concatenate``: same values, dtypes and shapes, every field C-contiguous.
+A batch spanning several scenarios needs their job tables side by side. ``score_batch`` simulates it against
+an arena (``_JobArena``): one capacity-sized ``JobTable`` holding the tables of every scenario scored and
+still alive, each job in a slot filled on the scenario's first use, so no table is stacked per call; a
+batch's rows are simulated with their jobs' slots in place of their batch-local indices (every operation
+is per row, so the values are those against the stacked tables; ``tests/kernel/test_arena.py`` compares
+them). ``ScoredBatch.table`` stacks the batch's tables only when asked for (``_concatenate``: one
+``np.concatenate`` per group of like fields, each table's groups stacked once and kept while it lives; the
+result is that of ``JobTable.concatenate``).
 """
 
 from __future__ import annotations
 
+import functools
 import operator
+import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,7 +48,6 @@ from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 class ScoredBatch:
     """Array form of a batch's results, before ``Evaluation`` objects are built."""
 
-    table: JobTable
     rows: PlanRows
     results: RowResults
     values: np.ndarray  # (R,)
@@ -54,6 +57,14 @@ class ScoredBatch:
     plan_reasons: list[list[str]]
     plan_of_row: np.ndarray  # (R,) the plan each row belongs to
     plan_sizes: np.ndarray  # (P,) rows (scenario jobs) of each plan
+    # the distinct scenarios, in job-table order: rows.job indexes their jobs, one scenario after another
+    solved: tuple[SolvedScenario, ...]
+
+    @functools.cached_property
+    def table(self) -> JobTable:
+        """The batch's job table (the scenarios' tables stacked), built when first asked for."""
+        tables = [solved.table for solved in self.solved]
+        return tables[0] if len(tables) == 1 else _concatenate(tables)
 
 
 _FIELDS = tuple(JobTable.__dataclass_fields__)
@@ -95,40 +106,140 @@ def _concatenate(tables: list[JobTable]) -> JobTable:
     return JobTable(*fields)
 
 
+class _JobArena:
+    """The job tables of every scenario scored (and still alive) in one capacity-sized ``JobTable``, so that a
+    batch spanning many scenarios is simulated against it in place, without stacking tables per call.
+
+    Each job of a ``SolvedScenario`` gets a slot (a row of ``table``) on the scenario's first use; a
+    batch's rows are simulated with their jobs' slots in place of their batch-local job indices (the same
+    values, row by row). The slots return to a free list when the ``SolvedScenario`` is collected (it
+    lives while it stays in ``solve_scenario``'s cache or a caller holds it), and the table grows by
+    doubling, so it holds about as much as the live scenarios' own tables. One arena per ``layout`` (the
+    dtype and trailing shape of every field; every ``build_job_table`` table has the same)."""
+
+    def __init__(self, layout: tuple) -> None:
+        self.layout = layout
+        self.capacity = 0
+        self.table = self._allocate(0)
+        self.reference = np.empty(0)  # (capacity,) each slot's reference tokens/s (job_values)
+        self.used = 0  # slots handed out so far; the free list holds the released ones below it
+        self.free: list[int] = []
+
+    def _allocate(self, capacity: int) -> JobTable:
+        return JobTable(*(np.empty((capacity, *shape), dtype=dtype) for dtype, shape in self.layout))
+
+    def add(self, solved: SolvedScenario) -> np.ndarray:
+        """Slots for the jobs of ``solved``, filled with its table; they are freed with ``solved``."""
+        count = solved.table.num_jobs
+        reused = [self.free.pop() for _ in range(min(count, len(self.free)))]
+        fresh = list(range(self.used, self.used + count - len(reused)))
+        self.used += len(fresh)
+        if self.used > self.capacity:
+            self._grow(max(2 * self.capacity, self.used, 64))
+        slots = np.array(reused + fresh, dtype=np.int64)
+        for target, value in zip(_get_fields(self.table), _get_fields(solved.table), strict=True):
+            target[slots] = value
+        self.reference[slots] = solved.reference_tokens_per_s
+        return slots
+
+    def _grow(self, capacity: int) -> None:
+        table, size = self._allocate(capacity), self.capacity
+        for target, value in zip(_get_fields(table), _get_fields(self.table), strict=True):
+            target[:size] = value
+        reference = np.empty(capacity)
+        reference[:size] = self.reference
+        self.table, self.reference, self.capacity = table, reference, capacity
+
+
+_ARENAS: dict[tuple, _JobArena] = {}  # by layout
+_PLACED: dict[int, tuple[_JobArena, np.ndarray]] = {}  # id(solved) -> its arena and slots, while it lives
+# Placing and releasing (reentrant: a release may run from a collection inside a placement); the lookup of
+# a scenario already placed takes no lock, and its slots hold their values until it is collected.
+_ARENA_LOCK = threading.RLock()
+
+
+def _placed(solved: SolvedScenario) -> tuple[_JobArena, np.ndarray]:
+    entry = _PLACED.get(id(solved))
+    if entry is None:
+        with _ARENA_LOCK:
+            entry = _PLACED.get(id(solved))
+            if entry is None:
+                layout = tuple((value.dtype, value.shape[1:]) for value in _get_fields(solved.table))
+                arena = _ARENAS.get(layout)
+                if arena is None:
+                    arena = _ARENAS[layout] = _JobArena(layout)
+                entry = _PLACED[id(solved)] = (arena, arena.add(solved))
+                weakref.finalize(solved, _release, id(solved)).atexit = False  # nothing to free at exit
+    return entry
+
+
+def _release(key: int) -> None:
+    with _ARENA_LOCK:
+        arena, slots = _PLACED.pop(key)
+        arena.free.extend(slots.tolist())
+
+
 def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) -> ScoredBatch:
     """Encode, simulate and score ``plans[i]`` against ``solved_list[i]`` (arrays only)."""
     offsets: dict[int, int] = {}  # id(solved) -> its first row in the batch's job table
-    tables, references, job_offsets = [], [], []
-    offset = 0
+    distinct, job_offsets, sizes, optimal = [], [], [], []
+    offset = job_offset = size = best = 0
+    previous = None
     for solved in solved_list:
-        job_offset = offsets.get(id(solved))
-        if job_offset is None:
-            job_offset = offsets[id(solved)] = offset
-            tables.append(solved.table)
-            references.append(solved.reference_tokens_per_s)
-            offset += len(solved.job_ids)
+        if solved is not previous:  # plans of one scenario usually come together
+            previous = solved
+            job_offset = offsets.get(id(solved))
+            if job_offset is None:
+                job_offset = offsets[id(solved)] = offset
+                distinct.append(solved)
+                offset += len(solved.job_ids)
+            size, best = len(solved.job_ids), solved.optimal_objective
         job_offsets.append(job_offset)
+        sizes.append(size)
+        optimal.append(best)
     buffer = RowBuffer()
     plan_reasons = encode_plans(plans, solved_list, job_offsets, buffer)
-    sizes = [len(solved.job_ids) for solved in solved_list]
-    optimal = [solved.optimal_objective for solved in solved_list]
-    table = tables[0] if len(tables) == 1 else _concatenate(tables)
-    reference = references[0] if len(references) == 1 else np.concatenate(references)
     rows = buffer.to_rows()
-    results = simulate(table, rows)
-    values = job_values(table, rows, results, reference)
+    results, values = _simulate_in_arena(distinct, rows)
     plan_sizes = np.array(sizes, dtype=np.int64)
     plan_of_row = np.repeat(np.arange(len(sizes)), plan_sizes)
     objective = np.bincount(plan_of_row, weights=values, minlength=len(sizes))
-    valid = np.array([not reasons for reasons in plan_reasons], dtype=bool)
+    valid = np.fromiter(map(operator.not_, plan_reasons), dtype=bool, count=len(plan_reasons))
     objective = np.where(valid, objective, 0.0)
     optimal_objective = np.array(optimal, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(optimal_objective > 0, objective / optimal_objective, 1.0)
     score = np.where(valid, np.clip(ratio, 0.0, 1.0), 0.0)
     return ScoredBatch(
-        table, rows, results, values, objective, valid, score, plan_reasons, plan_of_row, plan_sizes
+        rows, results, values, objective, valid, score, plan_reasons, plan_of_row, plan_sizes, tuple(distinct)
     )
+
+
+def _simulate_in_arena(distinct: list[SolvedScenario], rows: PlanRows) -> tuple[RowResults, np.ndarray]:
+    """``simulate`` and ``job_values`` of ``rows`` (whose jobs index the ``distinct`` scenarios' jobs, in
+    order) against the arena holding their tables: the same values as against their stacked tables."""
+    arena, slots = _placed(distinct[0])
+    if len(distinct) > 1:
+        placed = [_placed(solved) for solved in distinct]
+        if len(_ARENAS) > 1 and any(other is not arena for other, _ in placed):  # tables of several layouts
+            tables = [solved.table for solved in distinct]
+            reference = np.concatenate([solved.reference_tokens_per_s for solved in distinct])
+            table = JobTable.concatenate(tables)
+            results = simulate(table, rows)
+            return results, job_values(table, rows, results, reference)
+        slots = np.concatenate([slots for _, slots in placed])
+    rows = PlanRows(
+        slots.take(rows.job),
+        rows.gpus,
+        rows.tensor_parallel,
+        rows.precision,
+        rows.micro_batch_size,
+        rows.activation_checkpointing,
+        rows.kv_cache,
+        rows.invalid,
+    )
+    results = simulate(arena.table, rows)
+    return results, job_values(arena.table, rows, results, arena.reference)
 
 
 def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: str) -> str | None:

@@ -1,8 +1,10 @@
 """The fast parsing paths agree with the scanner and with the original parser, result for result.
 
 ``parse_plan`` answers most completions without its scanner (``_only_object``, one ```json fence found by
-``_one_json_fence``, think tags and fences found by one-character searches), scans brackets with a regex
-instead of character by character, and short-cuts truncated answers. None of that may change a result:
+``_one_json_fence``, both inlined for the usual shapes on index ranges of the completion; think tags and
+fences found by one-character searches), scans brackets with a regex instead of character by character,
+and short-cuts truncated answers (before decoding anything when the answer ends inside its first object).
+None of that may change a result:
 here each completion's ``ParseResult`` (plan, error, candidate count and detail) is compared with
 
 - ``_parse_plan_scanner``: the same module without the fast path (the scanner on every completion);
@@ -11,6 +13,7 @@ here each completion's ``ParseResult`` (plan, error, candidate count and detail)
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import re
@@ -357,6 +360,32 @@ def test_every_truncation_of_a_fenced_plan_agrees():
     for cut in range(len(P) + 1):
         assert_agree(f"Plan:\n```json\n{P[:cut]}")
         assert_agree(P[:cut])
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "<think>a</think>\n{}",  # the truncated-answer check on a range of the completion
+        "<think>a</think>\nPlan:\n```json\n{}",
+        "Plan: {}",
+        "{} and some prose after it",  # no "}" at the end: checked for truncation first, then decoded
+        "{{ {}",  # a brace before the region
+        "Draft {{\n```json\n{}",
+        "```\n{}",
+        "```json\n{}\n```",
+        "<think>a</think> <b> ```json\n{}",
+    ],
+)
+def test_every_truncation_in_other_shapes_agrees(shape):
+    for cut in range(len(P) + 1):
+        assert_agree(shape.format(P[:cut]))
+
+
+def test_parse_results_and_plans_are_not_tracked_by_the_garbage_collector():
+    result = parse_plan(f"```json\n{P}\n```")
+    plan = result.plan
+    assert plan is not None
+    assert not any(map(gc.is_tracked, (result, plan, *plan.jobs, *(job.precision for job in plan.jobs))))
 
 
 # --- Fuzzing

@@ -2,10 +2,12 @@
 
 ``score_completions`` now decodes and solves each distinct scenario once, asks ``copies_example`` only of
 plans with the example's GPU counts, and counts job statuses per plan with one ``bincount``;
-``score_batch`` encodes every plan in one loop into one flat row buffer (``encode_plans``) and stacks the
-scenarios' job tables one group of like fields at a time (``_concatenate``). Each is compared here with the
-code it replaced, kept below as the reference, on the benchmark's realistic GRPO batches.
-"""
+``score_batch`` encodes every plan in one loop into one flat row buffer (``encode_plans``, turned into
+arrays through bytes when every value fits in one) and simulates against the kernel's arena of job tables
+instead of stacking them per call (``tests/kernel/test_arena.py``; ``_concatenate`` still stacks them
+when ``ScoredBatch.table`` is asked for); ``degenerate_plans`` looks at reason codes only of plans that
+have some. Each is compared here with the code it replaced, kept below as the reference, on the
+benchmark's realistic GRPO batches."""
 
 from __future__ import annotations
 
@@ -19,12 +21,13 @@ import pytest
 import rewards.scoring as scoring
 from fleet_rl import bench
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
-from fleet_rl.kernel.constants import INVALID, OK, OOM, STATUSES, UNALLOCATED
+from fleet_rl.kernel.constants import FP8, INVALID, OK, OOM, STATUSES, UNALLOCATED
 from fleet_rl.kernel.encode import RowBuffer, encode_plan, encode_plans, parse_plan_object
 from fleet_rl.kernel.job_table import JobTable
 from fleet_rl.kernel.simulate import PlanRows, job_values, simulate
 from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.multiagent import merge_answer
+from fleet_rl.plan_schema import JobPlan, Plan, PrecisionMap
 from fleet_rl.prompts import copies_example, example_plan
 from fleet_rl.scenario_generator import make_scenario
 from rewards import fleet_reward
@@ -134,6 +137,25 @@ def reference_score_batch(solved_list, plans) -> dict:
             "score": score, "plan_reasons": plan_reasons}  # fmt: skip
 
 
+def reference_degenerate_plans(scored, optimal_gpus: np.ndarray, plan_of_row: np.ndarray) -> np.ndarray:
+    num_plans = len(scored.plan_reasons)
+    rows = scored.rows
+
+    def any_row(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(plan_of_row, weights=mask.astype(float), minlength=num_plans) > 0
+
+    placed = rows.gpus > 0
+    lowest_everywhere = any_row(placed) & ~any_row(placed & (rows.precision < FP8).any(axis=1))
+    starved = any_row((optimal_gpus > 0) & ~placed)
+    invented = np.array(
+        [
+            any(r.startswith(("unknown_job:", "duplicate_job:")) for r in reasons)
+            for reasons in scored.plan_reasons
+        ]
+    )
+    return lowest_everywhere | starved | invented.reshape(num_plans)
+
+
 def reference_group_scores(completions, scenario, agents, given) -> dict:
     size = len(completions)
     scenarios = [scoring._as_scenario(value) for value in scenario]
@@ -178,7 +200,7 @@ def reference_group_scores(completions, scenario, agents, given) -> dict:
         score[index] = scored.score
         objective[index] = scored.objective
         optimal_gpus = np.concatenate([solved[i].optimal_gpus for i in index])
-        ird[index] |= degenerate_plans(scored, optimal_gpus, plan_of_row)
+        ird[index] |= reference_degenerate_plans(scored, optimal_gpus, plan_of_row)
     return {"parsed": parsed, "is_agent": is_agent, "has_plan": has_plan, "valid": valid,
             "placed_share": placed_share, "fits_share": fits_share, "runs_share": runs_share,
             "feasible": feasible, "score": score, "objective": objective, "ird": ird,
@@ -207,6 +229,24 @@ def test_group_scores_match_the_original_pass(batches):
         assert scores.parsed == expected.pop("parsed")
         for name, value in expected.items():
             assert_same_array(getattr(scores, name), value, name)
+
+
+def test_degenerate_plans_match_the_original(batches):
+    for completions, scenario_column, kwargs in batches:
+        scoring._last = None
+        scores = scoring.score_completions(completions, scenario_column, **kwargs)
+        index = np.flatnonzero(scores.has_plan)
+        plans = [
+            merge_answer(scoring.given_plan_from(kwargs["given_plan"][i]), scores.parsed[i].plan)
+            if scores.is_agent[i]
+            else scores.parsed[i].plan
+            for i in index
+        ]
+        solved = [scores.solved[i] for i in index]
+        scored = kernel_evaluate.score_batch(solved, plans)
+        optimal_gpus = np.concatenate([s.optimal_gpus for s in solved])
+        expected = reference_degenerate_plans(scored, optimal_gpus, scored.plan_of_row)
+        assert_same_array(degenerate_plans(scored, optimal_gpus, scored.plan_of_row), expected, "ird")
 
 
 def test_copied_example_is_still_caught():
@@ -297,6 +337,14 @@ def test_encode_plan_matches_the_original_on_every_plan_form():
         "{",
         b'{"jobs": []}',
         bytearray(b'{"jobs": []}'),
+        # a hand-built Plan is not validated: values past a byte take RowBuffer's other path
+        Plan(
+            [
+                JobPlan(
+                    first["id"], 300, 4, PrecisionMap(*["bf16"] * len(MODULE_GROUPS)), micro_batch_size=1024
+                )
+            ]
+        ),
     ]
     for plan in plans:
         buffer, columns = RowBuffer(), {name: [] for name in PlanRows.__dataclass_fields__}

@@ -1,7 +1,8 @@
 """Two-process data-parallel GRPO on CPU (gloo): the tiny preset through ``accelerate launch``, 2 steps.
 
-What it proves: the entry point runs under torch.distributed (the tiny model built once for both ranks, SFT warm
-start with DDP, GRPO with completions gathered across ranks, checkpointing with one RNG state per rank).
+What it proves: the entry point runs under torch.distributed (the tiny model built once for both ranks,
+SFT warm start with DDP, GRPO with completions gathered across ranks, checkpointing with one RNG state per
+rank).
 About 30 s on 2 cores. Run it alone with ``python -m pytest -m slow tests/training/test_multiprocess.py``.
 """
 
