@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet_rl import Scenario
 from fleet_rl.kernel import evaluate, solve
 from rewards import (
     REWARD_FUNCS,
@@ -19,19 +18,8 @@ from rewards import (
     ird_reward,
     score_completions,
 )
+from tests.design_example import SCENARIO, SCENARIO_JSON
 
-SCENARIO = Scenario.from_dict(
-    {
-        "cluster": {"gpu": "h100-sxm", "count": 8},
-        "jobs": [
-            {"id": "chat", "model": "llama-3.1-8b", "kind": "serve", "priority": 2, "seq_len": 4096,
-             "batch_size": 32},
-            {"id": "tune", "model": "mistral-7b", "kind": "lora", "priority": 1, "seq_len": 2048,
-             "batch_size": 16},
-        ],
-    }
-)  # fmt: skip
-SCENARIO_JSON = SCENARIO.to_json()
 OPTIMAL = json.dumps(solve(SCENARIO).plan)
 BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
 HALF = json.dumps({"jobs": [{"id": "chat", "gpus": 4, "tensor_parallel": 4, "precision": BF16}]})

@@ -6,35 +6,11 @@ import json
 
 import pytest
 
-from fleet_rl import Scenario
 from fleet_rl.kernel import evaluate, solve
 from fleet_rl.prompts import example_plan, format_answer
 from rewards import IRD_REWARD, REWARD_FUNCS, fleet_reward
+from tests.design_example import SCENARIO, SCENARIO_JSON
 
-SCENARIO = Scenario.from_dict(
-    {
-        "cluster": {"gpu": "h100-sxm", "count": 8},
-        "jobs": [
-            {
-                "id": "chat",
-                "model": "llama-3.1-8b",
-                "kind": "serve",
-                "priority": 2,
-                "seq_len": 4096,
-                "batch_size": 32,
-            },
-            {
-                "id": "tune",
-                "model": "mistral-7b",
-                "kind": "lora",
-                "priority": 1,
-                "seq_len": 2048,
-                "batch_size": 16,
-            },
-        ],
-    }
-)
-SCENARIO_JSON = SCENARIO.to_json()
 OPTIMAL = solve(SCENARIO).plan
 BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
 # a feasible but sub-optimal plan: everything bf16, an even split

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet_rl import Scenario
 from fleet_rl.plan_schema import Plan, plan_from_object
 from rewards import (
     BAD_JSON,
@@ -30,18 +29,7 @@ from rewards import (
     check_against_scenario,
     parse_plan,
 )
-
-SCENARIO = Scenario.from_dict(
-    {
-        "cluster": {"gpu": "h100-sxm", "count": 8},
-        "jobs": [
-            {"id": "chat", "model": "llama-3.1-8b", "kind": "serve", "priority": 2, "seq_len": 4096,
-             "batch_size": 32},
-            {"id": "tune", "model": "mistral-7b", "kind": "lora", "priority": 1, "seq_len": 2048,
-             "batch_size": 16},
-        ],
-    }
-)  # fmt: skip
+from tests.design_example import SCENARIO
 
 # The DESIGN.md §3 example plan, written out as the model would.
 PLAN_TEXT = (
