@@ -65,7 +65,10 @@ def test_checkpoints_state_adapter_and_model_card(first_run):
 
 
 def test_offline_wandb_run_and_heldout_report(first_run):
-    assert list((first_run / "wandb").glob("offline-run-*")), "no offline wandb run written"
+    runs = list((first_run / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(runs) == 1, "no offline wandb run written"
+    records = runs[0].read_bytes()  # wandb's record log: the config and every logged key appear in it
+    assert b"fleet/tasks" in records and b"rewards/fleet_reward/mean" in records
     report = json.loads((first_run / "run" / "eval_report.json").read_text())
     assert report["num_scenarios"] == 2
     assert 0.0 <= report["mean_percent_of_optimum"] <= 100.0
