@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grpo_steps", type=int, default=60)
     parser.add_argument("--eval_scenarios", type=int, default=32)
-    parser.add_argument("--tasks", nargs="+", default=["easy", "medium"])
+    parser.add_argument("--tasks", nargs="+", default=["easy"])
     parser.add_argument("--max_new_tokens", type=int, default=320)
     parser.add_argument("--output_dir", default="runs/learning_benchmark")
     parser.add_argument("--json", action="store_true", help="print only the JSON result (the default output)")
