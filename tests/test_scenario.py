@@ -26,28 +26,9 @@ from fleet_rl.scenario_generator import (
     _footprint_gb,
     make_scenario,
 )
+from tests.design_example import DESIGN_EXAMPLE
 
-EXAMPLE = {  # DESIGN.md §3, verbatim
-    "cluster": {"gpu": "h100-sxm", "count": 8},
-    "jobs": [
-        {
-            "id": "chat",
-            "model": "llama-3.1-8b",
-            "kind": "serve",
-            "priority": 2,
-            "seq_len": 4096,
-            "batch_size": 32,
-        },
-        {
-            "id": "tune",
-            "model": "mistral-7b",
-            "kind": "lora",
-            "priority": 1,
-            "seq_len": 2048,
-            "batch_size": 16,
-        },
-    ],
-}
+EXAMPLE = DESIGN_EXAMPLE  # DESIGN.md §3, verbatim
 SEEDS = range(200)
 LARGE_MODELS = {"llama-3.1-70b", "qwen2.5-72b", "mixtral-8x7b"}
 

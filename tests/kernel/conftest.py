@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleet_rl import Scenario
+from tests.design_example import SCENARIO
 
 ALL_BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
 
@@ -37,26 +38,4 @@ def job_plan(gpus: int = 1, tp: int = 1, precision: dict | None = None, **extra)
 
 @pytest.fixture
 def two_job_scenario() -> Scenario:
-    return Scenario.from_dict(
-        {
-            "cluster": {"gpu": "h100-sxm", "count": 8},
-            "jobs": [
-                {
-                    "id": "chat",
-                    "model": "llama-3.1-8b",
-                    "kind": "serve",
-                    "priority": 2,
-                    "seq_len": 4096,
-                    "batch_size": 32,
-                },
-                {
-                    "id": "tune",
-                    "model": "mistral-7b",
-                    "kind": "lora",
-                    "priority": 1,
-                    "seq_len": 2048,
-                    "batch_size": 16,
-                },
-            ],
-        }
-    )
+    return SCENARIO  # the DESIGN.md §3 example
