@@ -91,6 +91,11 @@ def _example_settings() -> tuple:
     return plan_settings(example_plan())
 
 
+@functools.cache
+def _example_gpus() -> tuple[int, ...]:
+    return tuple(job["gpus"] for job in example_plan()["jobs"])
+
+
 def _job_settings(scenario: Scenario) -> tuple:
     return tuple(
         (j.model, j.kind, j.priority, j.seq_len, j.batch_size, j.max_quality_loss) for j in scenario.jobs
@@ -100,7 +105,12 @@ def _job_settings(scenario: Scenario) -> tuple:
 def copies_example(plan: Plan | Mapping, scenario: Scenario) -> bool:
     """Whether ``plan`` is the worked example's answer (ids aside) for a scenario that is not the example.
 
-    A scenario whose jobs equal the example's (ids aside) may legitimately get the same answer."""
+    A scenario whose jobs equal the example's (ids aside) may legitimately get the same answer. A ``Plan``
+    is first compared on its GPU counts alone (the reward path asks this of every parsed plan)."""
+    if isinstance(plan, Plan):
+        example = _example_gpus()
+        if len(plan.jobs) != len(example) or tuple(job.gpus for job in plan.jobs) != example:
+            return False
     if (
         _job_settings(scenario) == _job_settings(EXAMPLE_SCENARIO)
         and scenario.cluster == EXAMPLE_SCENARIO.cluster

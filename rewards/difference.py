@@ -27,7 +27,6 @@ import numpy as np
 
 from fleet_rl.kernel.evaluate import score_batch
 from fleet_rl.kernel.solver import solve_scenario
-from fleet_rl.plan_schema import Plan, plan_from_json
 from fleet_rl.scenario import Scenario
 from rewards.scoring import given_plan_from, score_completions
 
@@ -36,15 +35,18 @@ __all__ = ["FLOOR", "counterfactual", "difference_reward"]
 FLOOR = -1.0
 
 
-def counterfactual(scenario: Scenario, agent: str, given: Plan) -> tuple[float, float]:
-    """(G(z₋ᵢ ∪ cᵢ), Dᵢ*) for an agent and its given parts; cached per (scenario, agent, given parts)."""
-    return _counterfactual(scenario, agent, msgspec.json.encode(given))
+def counterfactual(scenario: Scenario, agent: str, given: object) -> tuple[float, float]:
+    """(G(z₋ᵢ ∪ cᵢ), Dᵢ*) for an agent and its given parts (the ``given_plan`` column value: JSON text, a
+    dict or a ``Plan``); cached per (scenario, agent, given parts as JSON text)."""
+    if not isinstance(given, str):
+        given = msgspec.json.encode(given_plan_from(given)).decode()
+    return _counterfactual(scenario, agent, given)
 
 
 @functools.lru_cache(maxsize=4096)
-def _counterfactual(scenario: Scenario, agent: str, given_json: bytes) -> tuple[float, float]:
+def _counterfactual(scenario: Scenario, agent: str, given_json: str) -> tuple[float, float]:
     solved = solve_scenario(scenario)
-    given = plan_from_json(given_json)
+    given = given_plan_from(given_json)
     base = score_batch([solved], [given]).objective[0]
     taken = sum(job.gpus for job in given.jobs if job.id != agent)
     free = max(solved.gpu_count - taken, 0)
@@ -56,20 +58,19 @@ def _counterfactual(scenario: Scenario, agent: str, given_json: bytes) -> tuple[
 def difference_reward(completions, scenario, **kwargs) -> list[float | None]:
     """Normalised difference reward in [−1, 1] per multi-agent row; ``None`` for other rows."""
     scores = score_completions(completions, scenario, **kwargs)
-    agents = kwargs.get("agent") or [None] * len(completions)
-    given = kwargs.get("given_plan") or [None] * len(completions)
-    rewards: list[float | None] = []
-    for i, agent in enumerate(agents):
-        if not agent:
-            rewards.append(None)
-            continue
-        base, best = counterfactual(scores.scenarios[i], agent, given_plan_from(given[i]))
-        if not scores.has_plan[i] or scores.ird[i]:
-            rewards.append(FLOOR)
-            continue
-        difference = scores.objective[i] - base
-        if best <= 0.0:  # nothing to gain: any harm is the floor, no harm is neutral
-            rewards.append(0.0 if difference >= 0.0 else FLOOR)
-            continue
-        rewards.append(float(np.clip(difference / best, FLOOR, 1.0)))
+    size = len(completions)
+    agents = kwargs.get("agent") or [None] * size
+    given = kwargs.get("given_plan") or [None] * size
+    rewards: list[float | None] = [None] * size
+    rows = [i for i, agent in enumerate(agents) if agent]
+    if not rows:
+        return rewards
+    base, best = np.array([counterfactual(scores.scenarios[i], agents[i], given[i]) for i in rows]).T
+    difference = scores.objective[rows] - base
+    normalised = np.clip(difference / np.where(best > 0.0, best, 1.0), FLOOR, 1.0)
+    no_gain = np.where(difference >= 0.0, 0.0, FLOOR)  # nothing to gain: any harm is the floor
+    value = np.where(best > 0.0, normalised, no_gain)
+    value = np.where(scores.has_plan[rows] & ~scores.ird[rows], value, FLOOR)
+    for i, reward in zip(rows, value.tolist(), strict=True):
+        rewards[i] = reward
     return rewards

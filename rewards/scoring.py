@@ -15,8 +15,8 @@ Cost (``python -m fleet_rl.bench`` reports it as the ``reward`` section): per co
 encoder; per call, a fixed number of numpy passes over all rows (against the kernel's arena of job tables:
 none is stacked per call). Each distinct scenario of a call is decoded and solved once, looked up by its
 JSON text (cached across calls: a cold solve costs milliseconds, so scenarios should be solved before
-training, or the first epoch pays for it); ``copies_example`` is asked only of plans with the example's GPU
-counts; the cache key compares the completion texts without hashing them.
+training, or the first epoch pays for it); ``copies_example`` compares GPU counts before anything else;
+the cache key compares the completion texts without hashing them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from fleet_rl.kernel.evaluate import score_batch
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
-from fleet_rl.prompts import copies_example, example_plan
+from fleet_rl.prompts import copies_example
 from fleet_rl.scenario import Scenario
 from rewards.ird import degenerate_plans
 from rewards.parsing import SEVERAL_PLANS, ParseResult, completion_text, parse_plan
@@ -177,23 +177,6 @@ def _solved_scenarios(column: Sequence) -> tuple[list[Scenario], list[SolvedScen
     return scenarios, solved
 
 
-@functools.cache
-def _example_gpus() -> tuple[int, ...]:
-    return tuple(job["gpus"] for job in example_plan()["jobs"])
-
-
-def _copies_example(plan: Plan, scenario: Scenario) -> bool:
-    """``copies_example``, asked only of plans with the example's GPU counts (a copy has them all)."""
-    example = _example_gpus()
-    jobs = plan.jobs
-    if len(jobs) != len(example):
-        return False
-    for job, gpus in zip(jobs, example, strict=True):
-        if job.gpus != gpus:
-            return False
-    return copies_example(plan, scenario)
-
-
 def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list, given: list) -> GroupScores:
     size = len(completions)
     scenarios, solved = _solved_scenarios(scenario)
@@ -224,11 +207,10 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         has_plan[with_plan] = True
         plans, copied = [], []
         add_plan = plans.append
-        example_jobs = len(_example_gpus())
         previous, given_plan = _NOTHING, None
         for k, i in enumerate(index):
             plan = parsed[i].plan
-            if len(plan.jobs) == example_jobs and _copies_example(plan, scenarios[i]):
+            if copies_example(plan, scenarios[i]):
                 copied.append(k)
             if agents[i]:
                 if given[i] is not previous and given[i] != previous:  # adjacent rows share their parts

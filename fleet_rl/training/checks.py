@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib.util
 
 from fleet_rl.prompts import PROMPT_STYLES
-from fleet_rl.scenario_generator import TASKS
 from fleet_rl.training.arguments import BACKENDS, SFT_TARGETS, FleetScriptArguments
+from fleet_rl.training.dataset import check_task_mix
 from fleet_rl.training.reward_resolution import resolve_reward_funcs
 
 __all__ = ["GPU_INSTALL_HINT", "batch_hint", "check_options"]
@@ -63,23 +63,15 @@ def check_options(
             f"reward_weights has {len(weights)} values for {len(reward_funcs)} reward_funcs "
             f"({', '.join(script_args.reward_funcs)}); give one weight per function"
         )
-    unknown = [task for task in script_args.tasks if task not in TASKS]
-    if unknown or not script_args.tasks:
-        raise ValueError(
-            f"unknown or no tasks {unknown or script_args.tasks}; valid tasks: {', '.join(TASKS)}"
-        )
-    if script_args.task_weights is not None and len(script_args.task_weights) != len(script_args.tasks):
-        raise ValueError(
-            f"task_weights has {len(script_args.task_weights)} values for {len(script_args.tasks)} tasks"
-        )
+    check_task_mix(script_args.tasks, script_args.task_weights, script_args.num_prompts)
     if script_args.prompt_style not in PROMPT_STYLES:
         raise ValueError(
             f"unknown prompt_style {script_args.prompt_style!r}; valid styles: {', '.join(PROMPT_STYLES)}"
         )
     if script_args.sft_target not in SFT_TARGETS:
         raise ValueError(f"unknown sft_target {script_args.sft_target!r}; valid: {', '.join(SFT_TARGETS)}")
-    if script_args.sft_steps < 0 or script_args.num_prompts < 1 or script_args.eval_scenarios < 0:
-        raise ValueError("sft_steps and eval_scenarios must be >= 0 and num_prompts >= 1")
+    if script_args.sft_steps < 0 or script_args.eval_scenarios < 0:
+        raise ValueError("sft_steps and eval_scenarios must be >= 0")
     if (
         script_args.sft_steps
         and getattr(model_args, "load_in_4bit", False)

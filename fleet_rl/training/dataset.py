@@ -31,18 +31,14 @@ from fleet_rl.multiagent import agent_request
 from fleet_rl.prompts import build_messages, format_answer
 from fleet_rl.scenario_generator import SPLITS, TASKS, make_scenario
 
-__all__ = ["SEED_STRIDE", "grpo_dataset", "scenario_rows", "sft_dataset"]
+__all__ = ["SEED_STRIDE", "check_task_mix", "grpo_dataset", "scenario_rows", "sft_dataset"]
 
 SEED_STRIDE = 1_000_000  # generator seeds per dataset_seed: disjoint streams for num_prompts < 1e6
 
 
-def _task_sequence(
-    tasks: Sequence[str],
-    num_prompts: int,
-    dataset_seed: int,
-    task_weights: Sequence[float] | None,
-    curriculum: bool,
-) -> list[str]:
+def check_task_mix(tasks: Sequence[str], task_weights: Sequence[float] | None, num_prompts: int) -> None:
+    """Raise ``ValueError`` naming the problem with a task mix (also run by ``train_grpo.py``'s option
+    checks, before any model loads)."""
     unknown = [task for task in tasks if task not in TASKS]
     if not tasks or unknown:
         raise ValueError(f"unknown or no tasks {unknown or list(tasks)}; valid tasks: {', '.join(TASKS)}")
@@ -52,6 +48,16 @@ def _task_sequence(
         raise ValueError(f"task_weights must be {len(tasks)} non-negative numbers with a positive sum")
     if num_prompts < 1:
         raise ValueError(f"num_prompts must be positive, got {num_prompts}")
+
+
+def _task_sequence(
+    tasks: Sequence[str],
+    num_prompts: int,
+    dataset_seed: int,
+    task_weights: Sequence[float] | None,
+    curriculum: bool,
+) -> list[str]:
+    check_task_mix(tasks, task_weights, num_prompts)
     rng = random.Random(f"fleet_rl/dataset/{dataset_seed}")
     sequence = rng.choices(list(tasks), weights=task_weights, k=num_prompts)
     if curriculum:
