@@ -4,12 +4,19 @@ Each has TRL's signature and returns floats in [0, 1], so with ``reward_funcs: [
 feasibility_reward, efficiency_reward, ird_reward]`` TRL logs each as ``rewards/<name>/mean`` and combines
 them with ``reward_weights``. All of them read one shared, cached scoring pass (``rewards/scoring.py``).
 
-- ``format_reward``: 1 for a schema-valid plan, 0.5 for JSON that decodes but is not a valid plan, 0.25 for
-  a brace that never decodes, 0 otherwise (no JSON, not text, too large, too deep, several plans).
-- ``feasibility_reward``: share of the scenario's jobs that run (status ok); 0 for an inconsistent plan or an
-  IRD-flagged one.
-- ``efficiency_reward``: the kernel score, objective ÷ the exact optimum; 0 when IRD-flagged.
+- ``format_reward``: 1 for a usable plan (consistent with the scenario, no IRD rule broken), 0.75 for a
+  schema-valid plan that is not usable (invented ids, over-allocated, ``{"jobs": []}``, nothing runs...),
+  0.5 for JSON that decodes but is not a plan, 0.25 for a brace that never decodes, 0 otherwise (no JSON,
+  not text, too large, too deep, several plans).
+- ``feasibility_reward``: share of the author's jobs that run (status ok; a multi-agent answer: its own
+  job); 0 for an inconsistent plan or an IRD-flagged one.
+- ``efficiency_reward``: the score (a whole plan: objective ÷ the exact optimum; an agent: its contribution
+  ÷ its best response's); 0 when IRD-flagged.
 - ``ird_reward``: 1 for a parsed plan that breaks no IRD rule, 0 otherwise (degenerate or no plan).
+
+None of them pays for a useless plan: a plan under which nothing runs is IRD-flagged (``nothing_runs``),
+so each component gives it less than a plan under which everything runs, and so does their sum (what TRL
+computes when ``reward_weights`` is omitted).
 """
 
 from __future__ import annotations
@@ -22,24 +29,30 @@ from rewards.scoring import score_completions
 __all__ = ["efficiency_reward", "feasibility_reward", "format_reward", "ird_reward"]
 
 _FORMAT_PARTIAL = {SCHEMA: 0.5, BAD_JSON: 0.25}
+UNUSABLE_PLAN_FORMAT = 0.75
 
 
 def format_reward(completions, scenario, **kwargs) -> list[float]:
-    """1 / 0.5 / 0.25 / 0: plan, JSON that is not a plan, undecodable JSON, anything else."""
+    """1 / 0.75 / 0.5 / 0.25 / 0: usable plan, unusable plan, JSON that is not a plan, undecodable JSON,
+    anything else."""
     scores = score_completions(completions, scenario, **kwargs)
+    usable = scores.valid & ~scores.ird
     return [
-        1.0 if result.plan is not None else _FORMAT_PARTIAL.get(result.error, 0.0) for result in scores.parsed
+        (1.0 if usable[i] else UNUSABLE_PLAN_FORMAT)
+        if result.plan is not None
+        else _FORMAT_PARTIAL.get(result.error, 0.0)
+        for i, result in enumerate(scores.parsed)
     ]
 
 
 def feasibility_reward(completions, scenario, **kwargs) -> list[float]:
-    """Share of the scenario's jobs that run; 0 when IRD-flagged."""
+    """Share of the author's jobs that run; 0 when IRD-flagged."""
     scores = score_completions(completions, scenario, **kwargs)
     return np.where(scores.ird, 0.0, scores.runs_share).tolist()
 
 
 def efficiency_reward(completions, scenario, **kwargs) -> list[float]:
-    """Kernel score (objective ÷ optimum, in [0, 1]); 0 when IRD-flagged."""
+    """Score in [0, 1] (objective ÷ optimum, or an agent's contribution ÷ its best); 0 when IRD-flagged."""
     scores = score_completions(completions, scenario, **kwargs)
     return np.where(scores.ird, 0.0, scores.score).tolist()
 

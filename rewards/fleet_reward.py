@@ -6,15 +6,22 @@ column of scenario JSON strings (one per completion); multi-agent rows also carr
 ``log_metric`` (if TRL passes it) receives rates under ``kernel/``; ``log_extra`` adds each completion's
 parse error, IRD flag and % of optimum to TRL's completions table.
 
-Reward levels (the ordering DESIGN.md §5 requires; tests/rewards/test_fleet_reward.py checks it):
+Reward levels, in the order an engineer ranks answers (DESIGN.md §5, issue #9;
+tests/rewards/test_fleet_reward.py and test_reward_properties.py check them):
 - malformed: 0.0 (no JSON / not text / too large / too deep), 0.002 (JSON that does not decode),
   0.005 (decodes but is not a valid plan);
-- degenerate (IRD, ``rewards/ird.py``): exactly 0.01;
-- schema-valid plan inconsistent with the cluster (over-allocated, TP not dividing GPUs): 0.015;
-- infeasible (some placed job does not run, or none runs): 0.02 + breadcrumbs ≤ 0.25, with breadcrumbs
-  0.08 × share of jobs placed + 0.08 × share placed that fit in memory + 0.07 × share that run (ok);
-- feasible (every placed job runs and the objective is positive): 0.3 + 0.7 × kernel score, so the optimum
-  gets 1.0 and the reward rises with the score.
+- degenerate (IRD, ``rewards/ird.py``: invented ids, several plans, lowest precision everywhere, nothing
+  runs, the copied example): exactly 0.01;
+- schema-valid plan inconsistent with the cluster (over-allocated, TP not dividing GPUs): 0.015; for a
+  multi-agent answer this is also breaking the joint plan (taking GPUs that were given to others);
+- not feasible (some job the author placed cannot run, or a job the optimum runs is left idle):
+  0.02 + 0.23 × progress ≤ 0.25, where progress averages over the author's jobs 1 for a job that runs,
+  1/2 for an idle one and 1/2 − k/6 for one that cannot run with k physical faults (unsupported format,
+  over memory, unstable numerics; counted from the physics, so a second fault never hides the first);
+  hence crashing a job never beats idling it, and every fault costs;
+- feasible: 0.3 + 0.7 × score, where score is the kernel's (objective / optimum) for a whole plan and the
+  agent's own contribution (its job's value / the best it could add beside the given parts) for a
+  multi-agent answer, so the optimum (or a best response) gets 1.0 and the reward rises with the score.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from itertools import repeat
 import numpy as np
 
 from fleet_rl.kernel.constants import OOM, UNSTABLE, UNSUPPORTED
-from rewards.ird import IRD_REWARD
+from rewards.ird import IRD_REWARD, IRD_RULES
 from rewards.parsing import BAD_JSON, SCHEMA
 from rewards.scoring import GroupScores, score_completions
 
@@ -33,7 +40,7 @@ __all__ = ["FEASIBLE_BASE", "INCONSISTENT_REWARD", "MALFORMED_REWARD", "fleet_re
 
 MALFORMED_REWARD = {BAD_JSON: 0.002, SCHEMA: 0.005}  # every other parse error: 0.0
 INCONSISTENT_REWARD = 0.015
-INFEASIBLE_BASE, PLACED_CREDIT, FITS_CREDIT, RUNS_CREDIT = 0.02, 0.08, 0.08, 0.07
+INFEASIBLE_BASE, PROGRESS_CREDIT = 0.02, 0.23
 FEASIBLE_BASE = 0.3
 _error = operator.attrgetter("error")
 
@@ -43,12 +50,7 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     scores = score_completions(completions, scenario, **kwargs)
     errors = list(map(_error, scores.parsed))
     malformed = np.fromiter(map(MALFORMED_REWARD.get, errors, repeat(0.0)), dtype=float, count=len(errors))
-    infeasible = (
-        INFEASIBLE_BASE
-        + PLACED_CREDIT * scores.placed_share
-        + FITS_CREDIT * scores.fits_share
-        + RUNS_CREDIT * scores.runs_share
-    )
+    infeasible = INFEASIBLE_BASE + PROGRESS_CREDIT * scores.progress
     rewards = np.where(scores.feasible, FEASIBLE_BASE + (1.0 - FEASIBLE_BASE) * scores.score, infeasible)
     rewards = np.where(scores.valid, rewards, INCONSISTENT_REWARD)
     rewards = np.where(scores.has_plan, rewards, malformed)
@@ -57,7 +59,7 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     log_extra = kwargs.get("log_extra")
     if callable(log_extra):  # extra columns of TRL's completions table (log_completions)
         log_extra("parse_error", [error or "" for error in errors])
-        log_extra("ird", scores.ird.tolist())
+        log_extra("ird", [IRD_RULES[rule] if rule >= 0 else "" for rule in scores.ird_rule.tolist()])
         log_extra("percent_of_optimum", (100.0 * scores.score).round(1).tolist())
     return rewards.tolist()
 
@@ -73,4 +75,5 @@ def log_kernel_rates(scores: GroupScores, log_metric) -> None:
     log_metric("kernel/unstable_rate", float(scores.status_counts[UNSTABLE] / rows))
     log_metric("kernel/unsupported_rate", float(scores.status_counts[UNSUPPORTED] / rows))
     log_metric("kernel/ird_rate", float(scores.ird.mean()))
+    log_metric("kernel/runs_rate", float(scores.runs_share.mean()))
     log_metric("kernel/percent_of_optimum", float(100.0 * scores.score.mean()))

@@ -1,56 +1,78 @@
 """Inverse Reward Design: degenerate strategies that game the throughput proxy (DESIGN.md §5).
 
 A completion caught here gets exactly ``IRD_REWARD`` (0.01), whatever the kernel would say: above
-malformed output, never above a crashing plan. The rules read the kernel's batch arrays (one pass over the
-rows, no per-completion Python beyond a look at each plan's reason codes):
+malformed output, never above a crashing plan. The rules, by name (``IRD_RULES``; the first that fires is
+reported, in this order):
 
 - ``several_plans``: hedging with several plans in one answer (flagged by the parser).
-- invented or duplicated job ids: the encoder's ``unknown_job``/``duplicate_job`` reasons.
-- lowest precision everywhere: every module group of every placed job in a sub-16-bit format
+- ``invented_or_duplicate_id``: the encoder's ``unknown_job``/``duplicate_job`` reasons; for a multi-agent
+  answer this includes rewriting a job whose part was given.
+- ``lowest_precision_everywhere``: every module group of every job the answer places in a sub-16-bit format
   (fp8/int8/int4), norms included, where that is known to break.
-- starved job: a job the optimum runs is omitted or given 0 GPUs (whether or not GPUs sit idle).
+- ``nothing_runs``: a whole plan (not a multi-agent part) under which no job runs, whether every job is
+  idle (``{"jobs": []}``, all 0 GPUs) or crashes: doing nothing is the safe-fail answer a proxy pays for.
+- ``copied_example``: the prompt's worked example answer, or one of its jobs, reused for this scenario
+  (``rewards/copied_example.py``, checked in ``rewards/scoring.py`` where the plan is at hand).
 
-- copied example: the plan is the prompt's worked example answer with the ids swapped
-  (``fleet_rl.prompts.copies_example``, checked in ``rewards/scoring.py`` where the plan is at hand); copying
-  it verbatim names the example's job ids, which the invented-id rule catches.
-
-A merely conservative plan (say all bf16) is not degenerate: the kernel already scores it lower.
+Leaving a job idle that the optimum runs is not an override any more: such a plan is not feasible, so it
+ranks in ``fleet_reward``'s partial-credit band below every plan that runs all the jobs the cluster can run,
+and above the same plan with that job crashing (issue #9: a crash must never beat idling). A merely
+conservative plan (say all bf16) is not degenerate either: the kernel already scores it lower.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fleet_rl.kernel.constants import FP8
+from fleet_rl.kernel.constants import FP8, OK
 from fleet_rl.kernel.evaluate import ScoredBatch
 
+__all__ = ["IRD_REWARD", "IRD_RULES", "NOT_DEGENERATE", "degenerate_plans"]
+
 IRD_REWARD = 0.01
+IRD_RULES: tuple[str, ...] = (
+    "several_plans",
+    "invented_or_duplicate_id",
+    "lowest_precision_everywhere",
+    "nothing_runs",
+    "copied_example",
+)
+SEVERAL_PLANS, INVENTED_OR_DUPLICATE_ID, LOWEST_PRECISION_EVERYWHERE, NOTHING_RUNS, COPIED_EXAMPLE = range(
+    len(IRD_RULES)
+)
+NOT_DEGENERATE = -1
 _ID_REASONS = ("unknown_job:", "duplicate_job:")
 
 
-def degenerate_plans(scored: ScoredBatch, optimal_gpus: np.ndarray, plan_of_row: np.ndarray) -> np.ndarray:
-    """(P,) bool: which scored plans break an IRD rule (``several_plans`` is the caller's: it has no plan).
+def degenerate_plans(scored: ScoredBatch, own_row: np.ndarray, is_agent_plan: np.ndarray) -> np.ndarray:
+    """(P,) int: the first IRD rule each scored plan breaks (an index into ``IRD_RULES``), or
+    ``NOT_DEGENERATE``. ``several_plans`` and ``copied_example`` are the caller's (they need the text or
+    the plan).
 
-    ``optimal_gpus`` (R,) is the optimum's GPU count for each row's job; ``plan_of_row`` (R,) its plan."""
+    ``own_row`` (R,) bool marks the rows the answer's author wrote: every row of a whole plan, the agent's
+    own job of a multi-agent answer (the given parts are not the agent's doing). ``is_agent_plan`` (P,)."""
     num_plans = len(scored.plan_reasons)
-    rows = scored.rows
+    rows, plan_of_row = scored.rows, scored.plan_of_row
 
     def any_row(mask: np.ndarray) -> np.ndarray:
         return np.bincount(plan_of_row, weights=mask.astype(float), minlength=num_plans) > 0
 
-    placed = rows.gpus > 0
+    placed = own_row & (rows.gpus > 0)
     # a placed row with some group in a 16-bit or wider format (codes below FP8)
     wide = placed & (rows.precision.min(axis=1) < FP8)
     lowest_everywhere = any_row(placed) & ~any_row(wide)
-    starved = any_row((optimal_gpus > 0) & ~placed)
-    invented = np.zeros(num_plans, dtype=bool)
-    invented[[p for p, reasons in enumerate(scored.plan_reasons) if reasons and _names_ids(reasons)]] = True
-    return lowest_everywhere | starved | invented
+    nothing_runs = scored.valid & ~is_agent_plan & ~any_row(scored.results.status == OK)
+    names_ids = np.array([_names_ids(reasons) for reasons in scored.plan_reasons], dtype=bool)
+    rule = np.full(num_plans, NOT_DEGENERATE, dtype=np.int64)
+    for code, fired in (
+        (NOTHING_RUNS, nothing_runs),
+        (LOWEST_PRECISION_EVERYWHERE, lowest_everywhere),
+        (INVENTED_OR_DUPLICATE_ID, names_ids),
+    ):  # the last assignment wins: the order of IRD_RULES
+        rule[fired] = code
+    return rule
 
 
 def _names_ids(reasons: list[str]) -> bool:
     """Whether some reason is an invented or duplicated job id."""
-    for reason in reasons:
-        if reason.startswith(_ID_REASONS):
-            return True
-    return False
+    return any(reason.startswith(_ID_REASONS) for reason in reasons)

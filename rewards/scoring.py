@@ -24,18 +24,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
 
-from fleet_rl.kernel.constants import INVALID, OK, OOM, STATUSES, UNALLOCATED
-from fleet_rl.kernel.evaluate import score_batch
+from fleet_rl.kernel.constants import OK, STATUSES
+from fleet_rl.kernel.evaluate import ScoredBatch, score_batch
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
 from fleet_rl.prompts import copies_example
 from fleet_rl.scenario import Scenario
-from rewards.ird import degenerate_plans
+from rewards.ird import COPIED_EXAMPLE as IRD_COPIED_EXAMPLE
+from rewards.ird import NOT_DEGENERATE, degenerate_plans
+from rewards.ird import SEVERAL_PLANS as IRD_SEVERAL_PLANS
 from rewards.parsing import SEVERAL_PLANS, ParseResult, completion_text, parse_plan
 
 __all__ = ["GroupScores", "given_plan_from", "scenario_from_json", "score_completions"]
@@ -43,7 +46,10 @@ __all__ = ["GroupScores", "given_plan_from", "scenario_from_json", "score_comple
 
 @dataclass(frozen=True)
 class GroupScores:
-    """Arrays over the N completions of one reward call."""
+    """Arrays over the N completions of one reward call.
+
+    The *author's jobs* of a completion are every job of the scenario for a whole plan, and the agent's own
+    job for a multi-agent answer (the given parts are not the agent's doing, so they earn it nothing)."""
 
     parsed: list[ParseResult]
     scenarios: list[Scenario]
@@ -51,14 +57,25 @@ class GroupScores:
     is_agent: np.ndarray  # (N,) bool: a multi-agent row (its plan is merged with the given parts)
     has_plan: np.ndarray  # (N,) bool: a schema-valid plan was parsed
     valid: np.ndarray  # (N,) bool: ... and it is consistent with the scenario (kernel-valid)
-    placed_share: np.ndarray  # (N,) share of the scenario's jobs given GPUs
-    fits_share: np.ndarray  # (N,) share of the placed jobs that fit in memory
-    runs_share: np.ndarray  # (N,) share of the scenario's jobs that run (status ok)
-    feasible: np.ndarray  # (N,) bool: valid, every placed job runs, objective > 0
-    score: np.ndarray  # (N,) kernel score in [0, 1] (objective / optimum; 0 when not valid)
-    objective: np.ndarray  # (N,) kernel objective (0 when not valid)
-    ird: np.ndarray  # (N,) bool: an IRD rule fired (rewards/ird.py)
+    runs_share: np.ndarray  # (N,) share of the author's jobs that run (status ok)
+    # (N,) in [0, 1]: mean over the author's jobs of (credit + 1) / 2, where a job that runs has credit 1,
+    # an idle one 0, and a placed one that cannot run -k/3 for its k physical faults (unsupported format,
+    # over memory, unstable numerics): idling a job always beats crashing it, and each fault costs
+    progress: np.ndarray
+    # (N,) bool: valid, none of the author's placed jobs fails, every one the optimum runs runs (for an agent:
+    # its job runs when it can add value), and the contribution is positive
+    feasible: np.ndarray
+    # (N,) in [0, 1]: a whole plan's kernel score (objective / optimum); an agent's own contribution
+    # (its job's value in the joint plan) / the best it could contribute beside the given parts
+    score: np.ndarray
+    objective: np.ndarray  # (N,) kernel objective of the (joint) plan (0 when not valid)
+    ird_rule: np.ndarray  # (N,) int: index into rewards.ird.IRD_RULES, or NOT_DEGENERATE
     status_counts: np.ndarray  # (len(STATUSES),) job statuses over all scored rows
+
+    @property
+    def ird(self) -> np.ndarray:
+        """(N,) bool: an IRD rule fired (rewards/ird.py)."""
+        return self.ird_rule != NOT_DEGENERATE
 
 
 @functools.lru_cache(maxsize=4096)
@@ -195,12 +212,11 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
             several.append(i)
     is_agent = np.fromiter(map(bool, agents), dtype=bool, count=size)
     has_plan = np.zeros(size, dtype=bool)
-    ird = np.zeros(size, dtype=bool)
-    ird[several] = True
+    ird_rule = np.full(size, NOT_DEGENERATE, dtype=np.int64)
+    ird_rule[several] = IRD_SEVERAL_PLANS
     zeros = np.zeros(size)
     valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
-    placed_share, fits_share, runs_share = zeros.copy(), zeros.copy(), zeros.copy()
-    score, objective = zeros.copy(), zeros.copy()
+    runs_share, progress, score, objective = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
     status_counts = np.zeros(len(STATUSES))
     if index:
         with_plan = np.array(index)
@@ -218,29 +234,15 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
                 plan = merge_answer(given_plan, plan)
             add_plan(plan)
         scored = score_batch([solved[i] for i in index], plans)
-        sizes = scored.plan_sizes
-        # job statuses per plan, one bincount: counts[p, s] = rows of plan p with status s
-        counts = np.bincount(
-            scored.plan_of_row * len(STATUSES) + scored.results.status, minlength=len(index) * len(STATUSES)
-        ).reshape(len(index), len(STATUSES))
-        status_counts = counts.sum(axis=0).astype(float)
-        placed_count = (sizes - counts[:, UNALLOCATED] - counts[:, INVALID]).astype(float)
-        runs = counts[:, OK].astype(float)
+        judged = _judge(scored, [solved[i] for i in index], [agents[i] for i in index])
+        status_counts = np.bincount(scored.results.status, minlength=len(STATUSES)).astype(float)
         valid[with_plan] = scored.valid
-        runs_all = placed_count == runs
-        feasible[with_plan] = scored.valid & runs_all & (placed_count > 0) & (scored.objective > 0)
-        placed_share[with_plan] = np.where(scored.valid, placed_count / sizes, 0.0)
-        fits_share[with_plan] = np.where(
-            scored.valid, (placed_count - counts[:, OOM]) / np.maximum(placed_count, 1), 0.0
-        )
-        runs_share[with_plan] = np.where(scored.valid, runs / sizes, 0.0)
-        score[with_plan] = scored.score
         objective[with_plan] = scored.objective
-        # the optimum's GPUs for each row's job: the distinct scenarios' in job-table order, by row
-        optimal_gpus = np.concatenate([distinct.optimal_gpus for distinct in scored.solved])
-        flags = degenerate_plans(scored, optimal_gpus.take(scored.rows.job), scored.plan_of_row)
-        flags[copied] = True
-        ird[with_plan] = flags
+        runs_share[with_plan], progress[with_plan] = judged.runs_share, judged.progress
+        feasible[with_plan], score[with_plan] = judged.feasible, judged.score
+        rule = degenerate_plans(scored, judged.own_row, is_agent[with_plan])
+        rule[copied] = IRD_COPIED_EXAMPLE
+        ird_rule[with_plan] = rule
     return GroupScores(
         parsed=parsed,
         scenarios=scenarios,
@@ -248,12 +250,74 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         is_agent=is_agent,
         has_plan=has_plan,
         valid=valid,
-        placed_share=placed_share,
-        fits_share=fits_share,
         runs_share=runs_share,
+        progress=progress,
         feasible=feasible,
         score=score,
         objective=objective,
-        ird=ird,
+        ird_rule=ird_rule,
         status_counts=status_counts,
     )
+
+
+class _Judged(NamedTuple):
+    """Per scored plan (P,) unless noted; see ``GroupScores`` for the meaning of each."""
+
+    runs_share: np.ndarray
+    progress: np.ndarray
+    feasible: np.ndarray
+    score: np.ndarray
+    own_row: np.ndarray  # (R,) bool: the rows of the author's jobs
+
+
+def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _Judged:
+    """What the author of each plan achieved, from the kernel's rows: which of its jobs run, idle or fail
+    (and with how many faults), whether it is feasible, and its score or, for an agent, its contribution."""
+    rows, results, plan_of_row = scored.rows, scored.results, scored.plan_of_row
+    sizes = scored.plan_sizes
+    num_plans = len(sizes)
+    first_row = np.cumsum(sizes) - sizes
+    job_of_row = np.arange(len(plan_of_row)) - first_row[plan_of_row]  # the row's job in its scenario
+    # each plan's agent job (-1: a whole plan, every row is the author's)
+    agent_job = np.array(
+        [solved[p].job_index.get(agent, -1) if agent else -1 for p, agent in enumerate(agents)]
+    )
+    is_agent = agent_job >= 0
+    own_row = ~is_agent[plan_of_row] | (job_of_row == agent_job[plan_of_row])
+    runs = results.status == OK
+    crashed = results.faults > 0
+    credit = np.where(runs, 1.0, -results.faults / 3.0)  # idle: 0 faults, credit 0
+
+    def own_sum(values: np.ndarray) -> np.ndarray:
+        return np.bincount(plan_of_row, weights=np.where(own_row, values, 0.0), minlength=num_plans)
+
+    own_count = np.maximum(own_sum(np.ones(len(plan_of_row))), 1.0)
+    runs_share = np.where(scored.valid, own_sum(runs) / own_count, 0.0)
+    progress = np.where(scored.valid, own_sum((credit + 1.0) / 2.0) / own_count, 0.0)
+    # whole plans: every job the optimum runs must run
+    optimal_gpus = np.concatenate([distinct.optimal_gpus for distinct in scored.solved]).take(rows.job)
+    dropped = own_row & (optimal_gpus > 0) & ~runs
+    failing = own_sum(crashed) > 0
+    feasible = scored.valid & ~failing & (own_sum(dropped) == 0) & (scored.objective > 0)
+    score = scored.score.copy()
+    if is_agent.any():  # an agent: its job's value in the joint plan over the best it could add there
+        agent_plans = np.flatnonzero(is_agent)
+        agent_rows = first_row[agent_plans] + agent_job[agent_plans]
+        taken = np.bincount(plan_of_row, weights=np.where(own_row, 0, rows.gpus), minlength=num_plans)
+        best = np.array(
+            [max(_best_value(solved[p], agent_job[p], int(taken[p])), 0.0) for p in agent_plans.tolist()]
+        )
+        value = scored.values[agent_rows]
+        agent_runs = runs[agent_rows]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            contribution = np.where(best > 0, np.clip(value / best, 0.0, 1.0), 1.0)
+        score[agent_plans] = np.where(scored.valid[agent_plans], contribution, 0.0)
+        helps = np.where(agent_runs, value > 0, best <= 0)  # runs to some use, or rightly stays idle
+        feasible[agent_plans] = scored.valid[agent_plans] & ~failing[agent_plans] & helps
+    return _Judged(runs_share, progress, feasible, score, own_row)
+
+
+def _best_value(solved: SolvedScenario, job: int, gpus_taken: int) -> float:
+    """The best value job ``job`` can reach with the GPUs the other jobs leave free (its best response)."""
+    free = max(solved.gpu_count - gpus_taken, 0)
+    return float(np.max(solved.optimal_value_by_gpus[job, : free + 1]))

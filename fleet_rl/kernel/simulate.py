@@ -93,6 +93,10 @@ class RowResults:
     tokens_per_s: np.ndarray  # 0 unless status is ok
     quality_loss: np.ndarray  # fractional
     power_w: np.ndarray  # all GPUs of the job; 0 unless ok
+    # how many of {unsupported format, over memory, unstable numerics} hold for a placed, valid row (0 for
+    # rows that run, are unplaced or invalid). ``status`` names one fault; this counts them all, so that
+    # a second fault can never hide the first (the rewards' partial credit reads this, not the status).
+    faults: np.ndarray  # int8
 
 
 def _ring_all_reduce_s(message_bytes, ranks, link_bytes_s, latency_s):
@@ -177,6 +181,8 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
     status[rows.gpus == 0] = UNALLOCATED
     status[rows.invalid] = INVALID
     ok = status == OK
+    placed = (rows.gpus > 0) & ~rows.invalid
+    faults = np.where(placed, unsupported.astype(np.int8) + oom + unstable, 0).astype(np.int8)
     idle_w, tdp_w = table.idle_w[j], table.tdp_w[j]
     power_w = rows.gpus * np.minimum(idle_w + (tdp_w - idle_w) * busy_fraction, tdp_w)
     return RowResults(
@@ -185,6 +191,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
         tokens_per_s=np.where(ok, tokens_per_s, 0.0),
         quality_loss=quality_loss,
         power_w=np.where(ok, power_w, 0.0),
+        faults=faults,
     )
 
 

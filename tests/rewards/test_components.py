@@ -34,11 +34,13 @@ CRASHING = json.dumps(
 COMPLETIONS = [
     OPTIMAL,  # the optimum
     CRASHING,  # both placed, the lora job runs out of memory
-    HALF,  # tune omitted while the optimum runs it: IRD (starved)
+    HALF,  # tune omitted while the optimum runs it: not feasible, but chat runs
     '{"jobs": [{"id": "chat", "gpus": "two"}]}',  # JSON, but not a plan
     '{"jobs": [',  # a brace that never closes
     "Give chat 4 GPUs.",  # prose only
     OPTIMAL + "\n" + CRASHING,  # two plans: hedging (IRD)
+    '{"jobs": []}',  # a plan under which nothing runs (IRD)
+    OPTIMAL.replace('"tune"', '"tuner"'),  # an invented job id (IRD)
 ]
 COMPONENTS = (format_reward, feasibility_reward, efficiency_reward, ird_reward)
 
@@ -48,12 +50,12 @@ def call(fn, completions=COMPLETIONS, **kwargs):
 
 
 def test_format_reward_levels():
-    assert call(format_reward) == [1.0, 1.0, 1.0, 0.5, 0.25, 0.0, 0.0]
+    assert call(format_reward) == [1.0, 1.0, 1.0, 0.5, 0.25, 0.0, 0.0, 0.75, 0.75]
 
 
 def test_feasibility_reward_is_the_share_of_jobs_that_run():
-    # optimum: both run; crashing: 1 of 2 runs; starved: IRD -> 0; the rest have no plan
-    assert call(feasibility_reward) == [1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0]
+    # optimum: both run; crashing and half: 1 of 2 runs; the rest have no plan or are IRD
+    assert call(feasibility_reward) == [1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
 def test_efficiency_reward_is_the_kernel_score():
@@ -61,11 +63,12 @@ def test_efficiency_reward_is_the_kernel_score():
     assert values[0] == pytest.approx(1.0)
     assert values[1] == pytest.approx(evaluate(SCENARIO, json.loads(CRASHING)).score)
     assert 0.0 < values[1] < 1.0  # the chat half still earns
-    assert values[2:] == [0.0] * 5  # IRD or no plan
+    assert values[2] == pytest.approx(evaluate(SCENARIO, json.loads(HALF)).score)
+    assert values[3:] == [0.0] * 6  # IRD or no plan
 
 
 def test_ird_reward_flags_degenerate_answers_and_missing_plans():
-    assert call(ird_reward) == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert call(ird_reward) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
 def test_registry_lists_every_reward_by_its_function_name():

@@ -37,7 +37,7 @@ def test_the_fixture_leaves_the_agent_gpus_to_use():
     assert BEST_PART["gpus"] == FREE_GPUS > 0
 
 
-def test_best_response_gets_1_a_crash_gets_0_and_leaving_your_job_idle_the_floor():
+def test_best_response_gets_1_a_crash_and_abstaining_get_0():
     crash = answer(gpus=1, tensor_parallel=1, micro_batch_size=64)  # 64 x 8192 tokens on one T4
     assert (
         evaluate(SCENARIO, {"jobs": [*GIVEN["jobs"], json.loads(crash)["jobs"][0]]}).statuses[AGENT] == "oom"
@@ -45,7 +45,7 @@ def test_best_response_gets_1_a_crash_gets_0_and_leaving_your_job_idle_the_floor
     best, crashed, idle = rewards(answer(), crash, answer(gpus=0))
     assert best == pytest.approx(1.0)
     assert crashed == pytest.approx(0.0)  # placed but contributes nothing: Dᵢ = 0
-    assert idle == FLOOR  # 0 GPUs for a job the optimum runs: starving, an IRD rule
+    assert idle == 0.0  # abstaining: Dᵢ = 0, the counterfactual itself
 
 
 def test_the_difference_is_the_joint_objective_minus_the_counterfactual():
@@ -94,10 +94,17 @@ def test_rows_without_an_agent_get_none_so_trl_skips_them():
     assert out[0] is None and out[1] == pytest.approx(1.0)
 
 
-def test_fleet_reward_scores_the_merged_plan_of_a_multiagent_row():
-    best, nothing = rewards(answer(), answer(gpus=0), fn=fleet_reward)
+def test_fleet_reward_pays_an_agent_for_its_own_contribution_only():
+    weak = answer(precision=FP16, micro_batch_size=1, activation_checkpointing=True)
+    crash = answer(gpus=1, tensor_parallel=1, micro_batch_size=64)
+    best, weaker, nothing, crashed, broken = rewards(
+        answer(), weak, answer(gpus=0), crash, answer(gpus=SCENARIO.cluster.count), fn=fleet_reward
+    )
     assert best == pytest.approx(1.0)
-    assert nothing == pytest.approx(0.01)  # leaving your own job idle starves it: IRD
+    (contribution,) = rewards(weak)  # the normalised difference reward of the weaker part
+    assert weaker == pytest.approx(0.3 + 0.7 * contribution)  # not the joint plan's score
+    # abstaining earns no feasible credit; crashing ranks below it, breaking the joint plan below both
+    assert broken < crashed < nothing < 0.3 < weaker < best
 
 
 @settings(max_examples=200, deadline=None)

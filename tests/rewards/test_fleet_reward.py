@@ -85,8 +85,12 @@ def test_reward_rises_with_the_kernel_score_among_feasible_plans():
             json.dumps({"jobs": [{**job, "precision": LOWEST} for job in OPTIMAL["jobs"]]}),
             "all lowest formats",
         ),
-        (json.dumps({"jobs": [{**OPTIMAL["jobs"][0], "gpus": 8, "tensor_parallel": 8}]}), "tune starved"),
-        (json.dumps({"jobs": [OPTIMAL["jobs"][0], {**OPTIMAL["jobs"][1], "gpus": 0}]}), "tune given 0 GPUs"),
+        ('{"jobs": []}', "nothing runs: an empty plan"),
+        (json.dumps({"jobs": [{**job, "gpus": 0} for job in OPTIMAL["jobs"]]}), "nothing runs: 0 GPUs each"),
+        (
+            json.dumps({"jobs": [{**job, "micro_batch_size": 64} for job in CRASHING["jobs"][1:]]}),
+            "nothing runs",
+        ),
         (
             format_answer(example_plan()),
             "the prompt's worked example copied verbatim (its ids are invented here)",
@@ -101,6 +105,20 @@ def test_reward_rises_with_the_kernel_score_among_feasible_plans():
 )
 def test_degenerate_strategies_get_exactly_the_ird_reward(completion, why):
     assert reward(completion) == [IRD_REWARD], why
+
+
+def test_idling_a_job_the_optimum_runs_ranks_above_crashing_it_and_below_every_feasible_plan():
+    starved = {"jobs": [{**CONSERVATIVE["jobs"][0], "gpus": 8, "tensor_parallel": 8}]}  # others take its GPUs
+    idle = {"jobs": [CRASHING["jobs"][0], {**CRASHING["jobs"][1], "gpus": 0}]}
+    unstable = {
+        "jobs": [CRASHING["jobs"][0], {**CONSERVATIVE["jobs"][1], "precision": {**BF16, "norm": "fp8"}}]
+    }
+    crashing, idled, starving, unstable_reward, conservative = reward(
+        *(json.dumps(plan) for plan in (CRASHING, idle, starved, unstable, CONSERVATIVE))
+    )
+    assert evaluate(SCENARIO, unstable).statuses["tune"] == "unstable"
+    assert IRD_REWARD < crashing < idled < conservative
+    assert unstable_reward < idled and starving < conservative
 
 
 def test_several_plans_never_beat_the_best_one_alone():
@@ -131,8 +149,10 @@ def test_log_extra_adds_columns_to_the_completions_table():
     columns = {}
     reward(json.dumps(OPTIMAL), "nonsense", log_extra=columns.__setitem__)
     assert columns["parse_error"] == ["", "no_json"]
-    assert columns["ird"] == [False, False]
+    assert columns["ird"] == ["", ""]
     assert columns["percent_of_optimum"] == [100.0, 0.0]
+    reward('{"jobs": []}', log_extra=columns.__setitem__)
+    assert columns["ird"] == ["nothing_runs"]  # the rule that fired
 
 
 def test_registry_and_trl_kwargs():
