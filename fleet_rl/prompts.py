@@ -10,8 +10,8 @@ is derived from the optimum: no "best" GPU split, no recommended precision. Prin
 
 The worked example is ``EXAMPLE_SCENARIO`` and its exact optimum ``example_plan()``. Its job ids
 (``example-chat``, ``example-tune``) are never drawn by the generator, so copying the example answer verbatim
-names jobs the scenario does not have (the IRD "invented id" rule), and copying it with the ids swapped is
-caught by ``copies_example`` (the IRD "copied example" rule in ``rewards/ird.py``).
+names jobs the scenario does not have (the IRD "invented id" rule), and copying it under the scenario's ids
+(whole, or one job of it) is caught by the IRD "copied example" rule, ``rewards/copied_example.py``.
 
 Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
 own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
@@ -27,10 +27,8 @@ import json
 from collections.abc import Mapping
 from typing import Literal
 
-import msgspec
-
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
-from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES, Plan, plan_from_object
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES, Plan
 from fleet_rl.scenario import Scenario
 
 __all__ = [
@@ -40,7 +38,6 @@ __all__ = [
     "copies_example",
     "example_plan",
     "format_answer",
-    "plan_settings",
     "system_prompt",
     "user_prompt",
 ]
@@ -74,49 +71,23 @@ def format_answer(plan: Mapping) -> str:
     return "```json\n" + json.dumps(plan, separators=(",", ":")) + "\n```"
 
 
-def plan_settings(plan: Plan | Mapping) -> tuple:
-    """A plan's job parts with the ids blanked, in order (schema defaults filled in): what a copy keeps.
-
-    A mapping that is not a valid plan has no settings: ``()``."""
-    if not isinstance(plan, Plan):
-        try:
-            plan = plan_from_object(plan)
-        except msgspec.ValidationError:
-            return ()
-    return tuple(msgspec.structs.replace(job, id="") for job in plan.jobs)
-
-
-@functools.cache
-def _example_settings() -> tuple:
-    return plan_settings(example_plan())
-
-
-@functools.cache
-def _example_gpus() -> tuple[int, ...]:
-    return tuple(job["gpus"] for job in example_plan()["jobs"])
-
-
-def _job_settings(scenario: Scenario) -> tuple:
-    return tuple(
-        (j.model, j.kind, j.priority, j.seq_len, j.batch_size, j.max_quality_loss) for j in scenario.jobs
-    )
-
-
 def copies_example(plan: Plan | Mapping, scenario: Scenario) -> bool:
-    """Whether ``plan`` is the worked example's answer (ids aside) for a scenario that is not the example.
-
-    A scenario whose jobs equal the example's (ids aside) may legitimately get the same answer. A ``Plan``
-    is first compared on its GPU counts alone (the reward path asks this of every parsed plan)."""
-    if isinstance(plan, Plan):
-        example = _example_gpus()
-        if len(plan.jobs) != len(example) or tuple(job.gpus for job in plan.jobs) != example:
-            return False
-    if (
-        _job_settings(scenario) == _job_settings(EXAMPLE_SCENARIO)
-        and scenario.cluster == EXAMPLE_SCENARIO.cluster
-    ):
+    """Transitional: the IRD "copied example" rule moved to ``rewards.copied_example.copies_example(plan,
+    scenario, optimal_plan)``; this looks the optimum up for it only when some job takes an example job's
+    settings. Remove once ``rewards/scoring.py`` and the tests call the rule there."""
+    rule = _copied_example_rule()
+    if not rule._copied_parts(plan, scenario):
         return False
-    return plan_settings(plan) == _example_settings()
+    from fleet_rl.kernel.solver import solve_scenario  # the kernel imports scenarios, not prompts
+
+    return rule.copies_example(plan, scenario, solve_scenario(scenario).optimal_plan)
+
+
+@functools.cache
+def _copied_example_rule():
+    import rewards.copied_example  # the rewards package imports this module
+
+    return rewards.copied_example
 
 
 _GROUP_FIELDS = ", ".join(f'"{group}": <fmt>' for group in MODULE_GROUPS)

@@ -19,13 +19,19 @@ Pipeline, every step linear in the input length:
 3. Regions, in order of preference: the contents of ```json fences; else of bare ``` fences; else the whole
    text. The first region set holding a plan-like object (one with a ``"jobs"`` key) is used; if none does,
    the error comes from the first region set holding a ``{`` at all.
-4. A scanner finds the top-level balanced ``{...}`` objects, respecting JSON strings and escapes (so
-   ``"id": "a}b"`` does not close the object). Nesting deeper than ``MAX_NESTING`` is ``too_deep``.
-5. Each object is decoded; those that decode to a mapping with a ``"jobs"`` key are the candidates.
-   One candidate is validated against ``Plan`` (``schema`` on failure). Several candidates are
-   ``several_plans`` with ``plan=None``: hedging with several plans scores as malformed, so it can never beat
-   writing the best plan alone (the IRD rule of DESIGN.md §5). Only the chosen region set is counted, so a
-   plan shown in prose and repeated in a ```json fence counts once, and the fence is what gets scored.
+4. A scanner tries each ``{`` from the left as the start of an object, and finds where it closes, respecting
+   JSON strings and escapes (so ``"id": "a}b"`` does not close the object). A balanced object that decodes
+   is taken whole; a ``{`` that never closes, nests deeper than ``MAX_NESTING``, or opens a balanced span
+   that does not decode (a stray brace in prose, "use {fp8} here", code) is passed over and the next ``{``
+   tried, so stray braces never swallow the plan after them; what lies inside such a failed span is used
+   only if it is plan-like (it may be a fragment of a broken object). Details in ``_top_level_objects``.
+5. Decoded objects that are mappings with a ``"jobs"`` key are the candidates. One candidate is validated
+   against ``Plan`` (``schema`` on failure). Several candidates are ``several_plans`` with ``plan=None``:
+   hedging with several plans scores as malformed, so it can never beat writing the best plan alone (the IRD
+   rule of DESIGN.md §5). Only the chosen region set is counted, so a plan shown in prose and repeated in a
+   ```json fence counts once, and the fence is what gets scored. With no candidate, the error is
+   ``too_deep`` if some object (not inside a failed span) nests too deep, else ``schema`` if some object
+   decodes, else ``bad_json``.
 
 Speed (the reward parses every completion of every GRPO batch; same results, checked against the plain
 scanner and the original parser by ``tests/rewards/test_throughput_parsing.py``):
@@ -38,8 +44,10 @@ scanner and the original parser by ``tests/rewards/test_throughput_parsing.py``)
   shapes inline (one leading think block, then no fence or one ```json fence) on index ranges of the
   completion, without copying the answer out of it.
 - Tags, fences and braces are found by one-character searches; the scanner skips ordinary characters and
-  whole strings with one regex match per bracket, and remembers where inner objects end, so retries after
-  an unclosed ``{`` do not scan again.
+  whole strings with one regex match per bracket, and remembers the outcome of every bracket a pass sees
+  (where it closes, never, or too deep), so retries from the braces after a failed start do not scan again:
+  about one pass over the text, plus at most ``_MAX_RESCANS`` passes from braces an earlier pass saw inside
+  a string (a stray ``"``); no input makes it quadratic (``tests/rewards/test_stray_braces.py`` times it).
 - A truncated answer (the first object never closes, per msgspec, and no ``"jobs"`` key after its first
   inner ``{``) is known to yield nothing without scanning (``bad_json``; checked before any decode when
   the region runs to the end of the text without a ``}`` in its last characters); a whole-text region that
@@ -47,9 +55,9 @@ scanner and the original parser by ``tests/rewards/test_throughput_parsing.py``)
 - ``ParseResult`` (like the plan structs of ``fleet_rl.plan_schema``) is not tracked by the cyclic garbage
   collector: it forms no reference cycle, and a batch of tracked results would trigger collections.
 
-Simplifications: a plan nested inside another object (``{"plan": {"jobs": ...}}``) is not looked for and
-fails as ``schema``; think tags and fences are matched case-sensitively; a fence's content ends at the next
-``` (an unclosed fence runs to the end of the text).
+Simplifications: a plan nested inside another object that decodes (``{"plan": {"jobs": ...}}``) is not
+looked for, and fails as ``schema``; think tags and fences are matched case-sensitively; a fence's content
+ends at the next ``` (an unclosed fence runs to the end of the text).
 """
 
 from __future__ import annotations
@@ -94,7 +102,7 @@ __all__ = [
 
 MAX_COMPLETION_CHARS = 20_000  # a 2-3 job plan is ~150 tokens; 20k chars leaves ample room for reasoning
 MAX_NESTING = 32  # a plan nests 4 deep ({jobs: [{precision: {}}]})
-_MAX_RESTARTS = 8  # an unclosed "{" is retried from the next character at most this often: O(9·n)
+_MAX_RESCANS = 8  # a "{" seen inside a string by an earlier pass is scanned again at most this often
 
 # Parse error codes (ParseResult.error).
 NOT_TEXT = "not_text"  # the completion is neither a string nor a conversational message list
@@ -245,18 +253,21 @@ def _fenced_blocks(text: str) -> tuple[list[str], list[str]]:
     return json_blocks, bare_blocks
 
 
-class _TooDeep(Exception):
-    pass
+_DEEP = -2  # in bracket ends: a scan from this bracket nests deeper than MAX_NESTING before it closes
 
 
-def _bracket_ends(text: str, start: int) -> dict[int, int]:
-    """Where the object opened at ``text[start] == "{"`` ends (the index just past it, or -1 if it never
-    closes), and the same for every bracket opened inside it, by index. Raises ``_TooDeep``.
+def _bracket_ends(text: str, start: int) -> tuple[dict[int, int], int]:
+    """One pass from the object opened at ``text[start] == "{"``: for every bracket it sees outside strings
+    (that one included), by index, what a scan from that bracket alone finds: the index just past the bracket
+    that closes it, -1 if it never closes, or ``_DEEP`` if it nests deeper than ``MAX_NESTING`` first; and
+    where the pass stops (the index past the bracket that empties its stack, or the end of the text).
 
     ``_BRACKET`` skips, in C, the run of ordinary characters and whole JSON strings before the next bracket
     outside strings, so the Python loop runs once per bracket. Brackets are not matched by kind (a mismatch
-    fails decoding later). The inner entries answer a retry from an inner ``{`` without scanning again: from
-    a bracket outside strings, a scan sees the same brackets, at a depth no greater than here."""
+    fails decoding later). A scan from a bracket the pass sees sees the same brackets after it (both start
+    outside strings), at depths relative to it: so the stack's bottom entry is the one whose own scan would
+    first go too deep, and it is dropped as ``_DEEP`` rather than ending the pass. The entries answer
+    retries from inner brackets without scanning again."""
     ends: dict[int, int] = {}
     stack = [start]
     for match in _BRACKET.finditer(text, start + 1):
@@ -266,14 +277,15 @@ def _bracket_ends(text: str, start: int) -> dict[int, int]:
         if char in "{[":
             stack.append(match.end() - 1)
             if len(stack) > MAX_NESTING:
-                raise _TooDeep
+                ends[stack.pop(0)] = _DEEP
         else:
-            ends[stack.pop()] = match.end()
+            end = match.end()
+            ends[stack.pop()] = end
             if not stack:
-                return ends
+                return ends, end
     for index in stack:
         ends[index] = -1
-    return ends
+    return ends, len(text)
 
 
 _TRUNCATED = "Input data was truncated"  # msgspec's message when the input ends inside a value
@@ -307,71 +319,104 @@ def _truncated_without_plans(text: str, first: int) -> bool:
     return False
 
 
-def _top_level_objects(text: str) -> tuple[list[tuple[str, bool]], bool]:
-    """Top-level balanced ``{...}`` substrings, each with whether it follows an unclosed ``{``; and whether
-    any ``{`` occurs. Raises ``_TooDeep``.
+def _top_level_objects(
+    text: str, max_rescans: int = _MAX_RESCANS
+) -> tuple[list[str], list[object], str, bool, bool]:
+    """Step 4-5 on one region: (plan-like object texts, the other decoded objects, the first decode error,
+    whether some object nests too deep, whether any ``{`` occurs).
 
-    An unclosed ``{`` (a stray brace in prose, or a truncated object) is retried from the next character at
-    most ``_MAX_RESTARTS`` times, so the scan stays linear in ``len(text)``. Objects found after such a retry
-    may be fragments of a truncated object (its ``"precision"`` map, say), so callers use them only if they
-    are plan-like.
+    Each ``{`` from the left is a candidate start, scanned to its closing bracket (see ``_bracket_ends``):
+
+    - a balanced object that decodes is taken whole (nothing inside it is a start) and the scan resumes
+      after it: a plan-like one (a mapping with a ``"jobs"`` key) is a candidate plan, another an "other";
+    - a ``{`` that never closes or nests too deep (a stray brace in prose, a truncated or too deep object),
+      or a balanced span that does not decode (prose "use {fp8} here", ``{ ... {plan} ... }``), is a failed
+      start: the scan retries from the next ``{``, so a stray brace never swallows the plan after it. What is
+      found inside a failed span (after a ``{`` that never closes: up to the end) may be a fragment of a
+      broken object (its ``"precision"`` map, say) and is used only if plan-like; the errors are the failed
+      starts' that are not themselves inside one.
+    - Retries are skipped when no plan-like object can follow (no ``"jobs"`` key and no backslash escape
+      after the failed ``{``): inside a span that does not decode the scan resumes after it; after a ``{``
+      that never closes it stops.
+
+    Cost: the passes of ``_bracket_ends`` record the outcome of every bracket they see, so a retry from one of
+    them costs nothing; otherwise a pass starts only where no earlier pass reached, and those passes cover the
+    text about once. A ``{`` that an earlier pass saw inside a string (after a stray ``"`` in prose) is
+    scanned again, at most ``max_rescans`` times (later such braces are no starts): O((max_rescans + 1) · n)
+    in all, plus the decodes, each of a balanced span at most ``MAX_NESTING`` deep, so no character is
+    decoded more than ``MAX_NESTING`` times per pass.
     """
-    first = text.find("{")
-    if first != -1 and _truncated_without_plans(text, first):
-        return [], True
-    objects: list[tuple[str, bool]] = []
-    restarts = 0
-    position = 0
-    saw_brace = False
-    known: dict[int, int] = {}  # bracket ends from the last scan (_bracket_ends)
-    while True:
-        start = text.find("{", position)
-        if start == -1:
-            break
-        saw_brace = True
-        end = known.get(start)
-        if end is None:
-            known = _bracket_ends(text, start)
-            end = known[start]
-        if end == -1:
-            restarts += 1
-            if restarts > _MAX_RESTARTS:
-                break
-            position = start + 1
-        else:
-            objects.append((text[start:end], restarts > 0))
-            position = end
-    return objects, saw_brace
-
-
-def _decode(candidate: str) -> tuple[bool, object, str]:
-    """Untyped decode: (True, value, "") or (False, None, error message)."""
-    try:
-        return True, msgspec.json.decode(candidate), ""
-    except (msgspec.DecodeError, UnicodeEncodeError) as error:  # lone surrogates cannot be encoded
-        return False, None, str(error) or type(error).__name__
-
-
-def _scan_region_set(regions: list[str]) -> tuple[list[str], list[object], str, bool]:
-    """(plan-like texts, other decoded objects, first decode error, saw a brace) over a set of regions."""
+    start = text.find("{")
+    if start == -1:
+        return [], [], "", False, False
+    if _truncated_without_plans(text, start):
+        return [], [], "", False, True
+    # a plan-like object starting at index i holds a '"jobs"' key or a backslash escape after i
+    last_marker = max(text.rfind('"jobs"'), text.rfind("\\"))
     plan_like: list[str] = []
     others: list[object] = []
     first_error = ""
-    saw_brace = False
-    for region in regions:
-        objects, saw = _top_level_objects(region)
-        saw_brace = saw_brace or saw
-        for candidate, after_unclosed in objects:
-            decoded, value, error = _decode(candidate)
-            if isinstance(value, dict) and "jobs" in value:
-                plan_like.append(candidate)
-            elif after_unclosed:
-                continue  # maybe a fragment of a truncated object: the error is the unclosed brace
-            elif not decoded:
-                first_error = first_error or error
+    too_deep = False
+    known: dict[int, int] = {}  # bracket outcomes from every pass so far (_bracket_ends)
+    covered = 0  # where the furthest pass stopped
+    rescans = 0
+    inside_until = 0  # a start before this index lies inside a failed span
+    size = len(text)
+    while start != -1:
+        end = known.get(start)
+        if end is None:
+            if start < covered:  # a pass went past this "{" and saw it inside a string
+                rescans += 1
+                if rescans > max_rescans:  # no more rescans: such a "{" is no start
+                    start = text.find("{", start + 1)
+                    continue
+            ends, stop = _bracket_ends(text, start)
+            known.update(ends)
+            covered = max(covered, stop)
+            end = ends[start]
+        inside = start < inside_until
+        if end < 0:  # never closes, or too deep
+            if end == _DEEP and not inside:
+                too_deep = True
+            if last_marker <= start:
+                break
+            inside_until = size + 1
+            start = text.find("{", start + 1)
+            continue
+        candidate = text[start:end]
+        try:
+            value = msgspec.json.decode(candidate)
+        except (msgspec.DecodeError, UnicodeEncodeError) as error:  # lone surrogates cannot be encoded
+            if not inside:
+                first_error = first_error or str(error) or type(error).__name__
+            if last_marker > start:
+                inside_until = max(inside_until, end)
+                start = text.find("{", start + 1)
             else:
-                others.append(value)
-    return plan_like, others, first_error, saw_brace
+                start = text.find("{", end)
+            continue
+        if type(value) is dict and "jobs" in value:
+            plan_like.append(candidate)
+        elif not inside:
+            others.append(value)
+        start = text.find("{", end)
+    return plan_like, others, first_error, too_deep, True
+
+
+def _scan_region_set(regions: list[str]) -> tuple[list[str], list[object], str, bool, bool]:
+    """``_top_level_objects`` over a set of regions, merged."""
+    plan_like: list[str] = []
+    others: list[object] = []
+    first_error = ""
+    too_deep = saw_brace = False
+    for region in regions:
+        found, other, error, deep, saw = _top_level_objects(region)
+        plan_like += found
+        others += other
+        first_error = first_error or error
+        too_deep = too_deep or deep
+        saw_brace = saw_brace or saw
+    return plan_like, others, first_error, too_deep, saw_brace
 
 
 def _schema_detail(error: Exception) -> str:
@@ -542,21 +587,22 @@ def _scan(text: str, json_blocks: list[str], bare_blocks: list[str]) -> ParseRes
     """Steps 3-5 with the scanner, over every region set in order of preference."""
     first_braced: tuple[list[object], str] | None = None
     plan_like: list[str] = []
+    too_deep = False
     whole = [text]
-    try:
-        for regions in (json_blocks, bare_blocks, whole):
-            if not regions:
-                continue
-            if regions is whole and _scans_like_a_suffix(text, json_blocks, bare_blocks):
-                continue  # the same scan again: no plan-like object, and its brace is already counted
-            plan_like, others, decode_error, saw_brace = _scan_region_set(regions)
-            if plan_like:
-                break
-            if saw_brace and first_braced is None:
-                first_braced = (others, decode_error)
-    except _TooDeep:
-        return ParseResult(None, TOO_DEEP, 0, f"an object nests deeper than {MAX_NESTING}")
+    for regions in (json_blocks, bare_blocks, whole):
+        if not regions:
+            continue
+        if regions is whole and _scans_like_a_suffix(text, json_blocks, bare_blocks):
+            continue  # the same scan again: no plan-like object, and its brace is already counted
+        plan_like, others, decode_error, deep, saw_brace = _scan_region_set(regions)
+        if plan_like:
+            break
+        too_deep = too_deep or deep
+        if saw_brace and first_braced is None:
+            first_braced = (others, decode_error)
     if not plan_like:
+        if too_deep:
+            return ParseResult(None, TOO_DEEP, 0, f"an object nests deeper than {MAX_NESTING}")
         if first_braced is None:
             return _NO_JSON
         others, decode_error = first_braced

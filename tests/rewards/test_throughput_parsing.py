@@ -8,7 +8,11 @@ None of that may change a result:
 here each completion's ``ParseResult`` (plan, error, candidate count and detail) is compared with
 
 - ``_parse_plan_scanner``: the same module without the fast path (the scanner on every completion);
-- ``reference_parse``: the parser as it was before these paths existed, kept verbatim below.
+- ``reference_parse``: the parser as it was before these paths existed, kept verbatim below but for its
+  object scan, which follows the rule of issue #9 (class 6): a stray ``{`` that never closes, nests too deep
+  or opens a span that does not decode no longer swallows what follows it (every ``{`` is tried; a span that
+  fails is searched inside for plans), a character scanner with the same bound on rescans. The rule itself
+  (every start scanned anew, no bound) is ``_reference_top_level_objects(text, fresh=True)``.
 """
 
 from __future__ import annotations
@@ -42,13 +46,10 @@ from rewards.parsing import (
     parse_plan,
 )
 
-# --- The parser before the fast paths (character-by-character scanner), verbatim but for names
+# --- The parser before the fast paths (character-by-character scanner), verbatim but for names and the
+# object scan of issue #9
 
 _STRUCTURAL = re.compile(r'[{}\[\]"\\]')
-
-
-class _ReferenceTooDeep(Exception):
-    pass
 
 
 def _reference_strip_think(text: str) -> str:
@@ -93,7 +94,47 @@ def _reference_fenced_blocks(text: str) -> tuple[list[str], list[str]]:
     return json_blocks, bare_blocks
 
 
-def _reference_balanced_end(text: str, start: int) -> int:
+_REFERENCE_DEEP = -2
+
+
+def _reference_pass(text: str, start: int) -> tuple[dict[int, int], int]:
+    """A character-by-character pass from ``text[start] == "{"``: each bracket it sees outside strings, with
+    the index past its closing bracket, -1 (never closes) or too deep (its depth over MAX_NESTING first); and
+    where the pass stops. The stack's bottom bracket is the first to go too deep: it is dropped, not fatal."""
+    ends: dict[int, int] = {}
+    stack = [start]
+    in_string = False
+    position = start + 1
+    while True:
+        match = _STRUCTURAL.search(text, position)
+        if match is None:
+            break
+        index = match.start()
+        char = text[index]
+        position = index + 1
+        if in_string:
+            if char == "\\":
+                position += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(index)
+            if len(stack) > MAX_NESTING:
+                ends[stack.pop(0)] = _REFERENCE_DEEP
+        elif char in "}]":
+            ends[stack.pop()] = position
+            if not stack:
+                return ends, position
+    for index in stack:
+        ends[index] = -1
+    return ends, len(text)
+
+
+def _reference_fresh_end(text: str, start: int) -> int:
+    """What one scan from ``text[start] == "{"`` alone finds: the index past its closing bracket, -1 if it
+    never closes, _REFERENCE_DEEP if it nests deeper than MAX_NESTING first (no pass, no memo)."""
     depth = 0
     in_string = False
     position = start
@@ -114,33 +155,68 @@ def _reference_balanced_end(text: str, start: int) -> int:
         elif char in "{[":
             depth += 1
             if depth > MAX_NESTING:
-                raise _ReferenceTooDeep
+                return _REFERENCE_DEEP
         elif char in "}]":
             depth -= 1
             if depth == 0:
                 return position
 
 
-def _reference_top_level_objects(text: str) -> tuple[list[tuple[str, bool]], bool]:
-    objects: list[tuple[str, bool]] = []
-    restarts = 0
-    position = 0
-    saw_brace = False
-    while True:
-        start = text.find("{", position)
-        if start == -1:
-            break
-        saw_brace = True
-        end = _reference_balanced_end(text, start)
-        if end == -1:
-            restarts += 1
-            if restarts > 8:
-                break
-            position = start + 1
+def _reference_top_level_objects(text: str, fresh: bool = False) -> tuple:
+    """Every "{" from the left is a start; a balanced span that decodes is taken whole; after a failed start
+    (never closes, too deep, or a span that does not decode) the next "{" is tried if a '"jobs"' key or a
+    backslash follows it (inside a span that does not decode; else the scan resumes after it, or stops after
+    an unclosed "{"), and what lies inside a failed span counts only if plan-like.
+
+    With ``fresh``, every start is scanned anew and nothing bounds the work (the rule itself); else a start
+    that no pass saw outside strings though one went past it costs a new pass, at most 8 of them (later
+    such starts are skipped)."""
+    start = text.find("{")
+    if start == -1:
+        return [], [], "", False, False
+    last_marker = max(text.rfind('"jobs"'), text.rfind("\\"))
+    plan_like, others, first_error, too_deep = [], [], "", False
+    known: dict[int, int] = {}
+    covered = rescans = inside_until = 0
+    while start != -1:
+        if fresh:
+            end = _reference_fresh_end(text, start)
         else:
-            objects.append((text[start:end], restarts > 0))
-            position = end
-    return objects, saw_brace
+            end = known.get(start)
+            if end is None:
+                if start < covered:
+                    rescans += 1
+                    if rescans > 8:
+                        start = text.find("{", start + 1)
+                        continue
+                ends, stop = _reference_pass(text, start)
+                known.update(ends)
+                covered = max(covered, stop)
+                end = ends[start]
+        inside = start < inside_until
+        if end < 0:
+            too_deep = too_deep or (end == _REFERENCE_DEEP and not inside)
+            if last_marker <= start:
+                break
+            inside_until = len(text) + 1
+            start = text.find("{", start + 1)
+            continue
+        decoded, value, error = _reference_decode(text[start:end])
+        if not decoded:
+            if not inside:
+                first_error = first_error or error
+            if last_marker > start:
+                inside_until = max(inside_until, end)
+                start = text.find("{", start + 1)
+            else:
+                start = text.find("{", end)
+            continue
+        if isinstance(value, dict) and "jobs" in value:
+            plan_like.append(text[start:end])
+        elif not inside:
+            others.append(value)
+        start = text.find("{", end)
+    return plan_like, others, first_error, too_deep, True
 
 
 def _reference_decode(candidate: str) -> tuple[bool, object, str]:
@@ -150,25 +226,19 @@ def _reference_decode(candidate: str) -> tuple[bool, object, str]:
         return False, None, str(error) or type(error).__name__
 
 
-def _reference_scan_region_set(regions: list[str]) -> tuple[list[str], list[object], str, bool]:
+def _reference_scan_region_set(regions: list[str]) -> tuple[list[str], list[object], str, bool, bool]:
     plan_like: list[str] = []
     others: list[object] = []
     first_error = ""
-    saw_brace = False
+    too_deep = saw_brace = False
     for region in regions:
-        objects, saw = _reference_top_level_objects(region)
+        found, other, error, deep, saw = _reference_top_level_objects(region)
+        plan_like += found
+        others += other
+        first_error = first_error or error
+        too_deep = too_deep or deep
         saw_brace = saw_brace or saw
-        for candidate, after_unclosed in objects:
-            decoded, value, error = _reference_decode(candidate)
-            if isinstance(value, dict) and "jobs" in value:
-                plan_like.append(candidate)
-            elif after_unclosed:
-                continue
-            elif not decoded:
-                first_error = first_error or error
-            else:
-                others.append(value)
-    return plan_like, others, first_error, saw_brace
+    return plan_like, others, first_error, too_deep, saw_brace
 
 
 def reference_parse(completion: object) -> tuple:
@@ -181,18 +251,19 @@ def reference_parse(completion: object) -> tuple:
     text = _reference_strip_think(text)
     json_blocks, bare_blocks = _reference_fenced_blocks(text)
     first_braced = None
-    try:
-        for regions in (json_blocks, bare_blocks, [text]):
-            if not regions:
-                continue
-            plan_like, others, decode_error, saw_brace = _reference_scan_region_set(regions)
-            if plan_like:
-                break
-            if saw_brace and first_braced is None:
-                first_braced = (others, decode_error)
-    except _ReferenceTooDeep:
-        return None, TOO_DEEP, 0, f"an object nests deeper than {MAX_NESTING}"
+    too_deep = False
+    for regions in (json_blocks, bare_blocks, [text]):
+        if not regions:
+            continue
+        plan_like, others, decode_error, deep, saw_brace = _reference_scan_region_set(regions)
+        if plan_like:
+            break
+        too_deep = too_deep or deep
+        if saw_brace and first_braced is None:
+            first_braced = (others, decode_error)
     if not plan_like:
+        if too_deep:
+            return None, TOO_DEEP, 0, f"an object nests deeper than {MAX_NESTING}"
         if first_braced is None:
             return None, NO_JSON, 0, "no JSON object in the answer"
         others, decode_error = first_braced
@@ -441,14 +512,28 @@ def test_fuzz_text_agrees(text):
 @settings(max_examples=300, deadline=None)
 @given(st.text(st.sampled_from('{}[]"\\ xa:'), max_size=60))
 def test_bracket_scanner_matches_the_character_scanner(text):
-    # The regex-driven scanner with remembered bracket ends finds the same objects as the original.
-    try:
-        expected = _reference_top_level_objects(text)
-    except _ReferenceTooDeep:
-        with pytest.raises(parsing._TooDeep):
-            parsing._top_level_objects(text)
-        return
-    assert parsing._top_level_objects(text) == expected
+    # The regex-driven scanner with remembered bracket outcomes finds the same objects as the character
+    # scanner, and (with no bound on rescans) as scanning every start anew: the passes' outcomes are exact.
+    assert parsing._top_level_objects(text) == _reference_top_level_objects(text)
+    assert parsing._top_level_objects(text, max_rescans=10**9) == _reference_top_level_objects(
+        text, fresh=True
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["{", "}", "[", "]", '"', "\\", '"jobs"', "x", ":", " ", "{}", '{"a":1}']),
+        max_size=80,
+    )
+)
+def test_pass_outcomes_match_fresh_scans_on_bracket_soup(parts):
+    # Deeper soups than the character test: drops of too-deep brackets, rescans after stray quotes.
+    text = "".join(parts)
+    assert parsing._top_level_objects(text, max_rescans=10**9) == _reference_top_level_objects(
+        text, fresh=True
+    )
+    assert parsing._top_level_objects(text) == _reference_top_level_objects(text)
 
 
 @settings(max_examples=300, deadline=None)
