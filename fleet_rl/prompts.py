@@ -28,14 +28,13 @@ from collections.abc import Mapping
 from typing import Literal
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
-from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES, Plan
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Scenario
 
 __all__ = [
     "EXAMPLE_SCENARIO",
     "PROMPT_STYLES",
     "build_messages",
-    "copies_example",
     "example_plan",
     "format_answer",
     "system_prompt",
@@ -69,25 +68,6 @@ def example_plan() -> dict:
 def format_answer(plan: Mapping) -> str:
     """A plan as the assistant should write it: one compact JSON object in a ```json fence."""
     return "```json\n" + json.dumps(plan, separators=(",", ":")) + "\n```"
-
-
-def copies_example(plan: Plan | Mapping, scenario: Scenario) -> bool:
-    """Transitional: the IRD "copied example" rule moved to ``rewards.copied_example.copies_example(plan,
-    scenario, optimal_plan)``; this looks the optimum up for it only when some job takes an example job's
-    settings. Remove once ``rewards/scoring.py`` and the tests call the rule there."""
-    rule = _copied_example_rule()
-    if not rule._copied_parts(plan, scenario):
-        return False
-    from fleet_rl.kernel.solver import solve_scenario  # the kernel imports scenarios, not prompts
-
-    return rule.copies_example(plan, scenario, solve_scenario(scenario).optimal_plan)
-
-
-@functools.cache
-def _copied_example_rule():
-    import rewards.copied_example  # the rewards package imports this module
-
-    return rewards.copied_example
 
 
 _GROUP_FIELDS = ", ".join(f'"{group}": <fmt>' for group in MODULE_GROUPS)

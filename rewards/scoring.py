@@ -34,8 +34,8 @@ from fleet_rl.kernel.evaluate import ScoredBatch, score_batch
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
-from fleet_rl.prompts import copies_example
 from fleet_rl.scenario import Scenario
+from rewards.copied_example import copies_example
 from rewards.ird import COPIED_EXAMPLE as IRD_COPIED_EXAMPLE
 from rewards.ird import NOT_DEGENERATE, degenerate_plans
 from rewards.ird import SEVERAL_PLANS as IRD_SEVERAL_PLANS
@@ -226,7 +226,7 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         previous, given_plan = _NOTHING, None
         for k, i in enumerate(index):
             plan = parsed[i].plan
-            if copies_example(plan, scenarios[i]):
+            if copies_example(plan, scenarios[i], solved[i].optimal_plan):
                 copied.append(k)
             if agents[i]:
                 if given[i] is not previous and given[i] != previous:  # adjacent rows share their parts

@@ -24,9 +24,10 @@ from fleet_rl.kernel.job_table import JobTable
 from fleet_rl.kernel.simulate import PlanRows, job_values, simulate
 from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.plan_schema import JobPlan, Plan, PrecisionMap
-from fleet_rl.prompts import copies_example, example_plan
+from fleet_rl.prompts import example_plan
 from fleet_rl.scenario_generator import make_scenario
 from rewards import fleet_reward
+from rewards.copied_example import copies_example
 from rewards.parsing import parse_plan
 
 kernel_evaluate = importlib.import_module("fleet_rl.kernel.evaluate")  # the package re-exports a function
@@ -159,7 +160,7 @@ def test_copied_example_is_still_caught():
     ]
     text = json.dumps({"jobs": jobs})
     scores = scoring.score_completions([text], [scenario.to_json()])
-    assert copies_example(parse_plan(text).plan, scenario)
+    assert copies_example(parse_plan(text).plan, scenario, solve_scenario(scenario).optimal_plan)
     assert scores.ird.tolist() == [True]
     assert fleet_reward([text], [scenario.to_json()]) == [0.01]
 
