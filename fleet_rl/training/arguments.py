@@ -17,7 +17,9 @@ from fleet_rl.scenario_generator import TASKS
 __all__ = ["BACKENDS", "SFT_TARGETS", "FleetScriptArguments"]
 
 BACKENDS: tuple[str, ...] = ("transformers", "unsloth")
-SFT_TARGETS: tuple[str, ...] = ("optimal",)
+# Plans the SFT warm start imitates (fleet_rl.training.dataset.SFT_TARGET_PLANNERS). `optimal` hands the model
+# the answer: a GRPO run that starts from it makes no claim about what RL learned (benchmarks/learning.py).
+SFT_TARGETS: tuple[str, ...] = ("optimal", "even_split", "random")
 
 
 @dataclass
@@ -61,15 +63,18 @@ class FleetScriptArguments:
     sft_steps: int = field(
         default=0,
         metadata={
-            "help": "SFT warm-start steps on oracle plans before GRPO (0: none; the tiny preset needs it)."
+            "help": "SFT warm-start steps on `sft_target` plans before GRPO (0: none; tiny models need it)."
         },
     )
     sft_learning_rate: float = field(default=2e-3, metadata={"help": "Learning rate of the SFT warm start."})
     sft_batch_size: int = field(default=8, metadata={"help": "Per-device batch size of the SFT warm start."})
-    sft_num_examples: int = field(default=512, metadata={"help": "Oracle examples for the SFT warm start."})
+    sft_num_examples: int = field(default=512, metadata={"help": "Examples for the SFT warm start."})
     sft_target: str = field(
         default="optimal",
-        metadata={"help": f"Plans the warm start imitates, one of {', '.join(SFT_TARGETS)}."},
+        metadata={
+            "help": f"Plans the warm start imitates, one of {', '.join(SFT_TARGETS)} (optimal: the exact "
+            "optimum, which leaves GRPO nothing to find; a learning claim starts from even_split or random)."
+        },
     )
     eval_scenarios: int = field(
         default=0,

@@ -15,8 +15,19 @@ build the same rows, and different ``dataset_seed`` values draw disjoint items. 
 are ordered task by task in the order given (easy before hard). Training uses ``split="train"``, which never
 contains the held-out GPUs and model; evaluation uses ``split="eval"`` (``fleet_rl.scenario_generator``).
 
-``sft_dataset(...)`` pairs the same prompts with the oracle answer (the exact optimum, as a ```json fence) in
-TRL's conversational prompt-completion format, so ``SFTTrainer`` trains on the answers only.
+``sft_dataset(..., target=...)`` pairs the same prompts with a target answer (a plan as a ```json fence) in
+TRL's conversational prompt-completion format, so ``SFTTrainer`` trains on the answers only. The target
+planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
+
+- ``even_split``: the ``even_bf16`` baseline (even GPU split, 16-bit, fp32 norms): valid, usually runnable,
+  rarely optimal (about half the optimum on held-out scenarios), so GRPO has something left to find;
+- ``random``: the ``random`` baseline's schema-valid plan, seeded by the row's generator seed: it teaches the
+  answer format and almost nothing about good plans;
+- ``optimal``: the exact optimum. Imitating it *is* the answer: a model warm-started on oracle plans and
+  then trained with GRPO says nothing about what RL learned, so a learning claim must start from
+  ``even_split``, ``random`` or no warm start (``benchmarks/learning.py`` flags an oracle start).
+
+For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle.
 """
 
 from __future__ import annotations
@@ -27,13 +38,25 @@ from collections.abc import Sequence
 
 from datasets import Dataset
 
+from fleet_rl.baselines import even_bf16, optimal, random_plan
 from fleet_rl.multiagent import agent_request
 from fleet_rl.prompts import build_messages, format_answer
 from fleet_rl.scenario_generator import SPLITS, TASKS, make_scenario
 
-__all__ = ["SEED_STRIDE", "check_task_mix", "grpo_dataset", "scenario_rows", "sft_dataset"]
+__all__ = [
+    "SEED_STRIDE",
+    "SFT_TARGET_PLANNERS",
+    "check_task_mix",
+    "grpo_dataset",
+    "scenario_rows",
+    "sft_dataset",
+    "sft_target_plan",
+]
 
 SEED_STRIDE = 1_000_000  # generator seeds per dataset_seed: disjoint streams for num_prompts < 1e6
+
+# Warm-start targets (``FleetScriptArguments.sft_target``): planner(scenario, seed) -> whole plan dict.
+SFT_TARGET_PLANNERS = {"even_split": even_bf16, "random": random_plan, "optimal": optimal}
 
 
 def check_task_mix(tasks: Sequence[str], task_weights: Sequence[float] | None, num_prompts: int) -> None:
@@ -103,17 +126,26 @@ def grpo_dataset(tasks: Sequence[str], num_prompts: int, **kwargs) -> Dataset:
     return Dataset.from_list(scenario_rows(tasks, num_prompts, **kwargs))
 
 
-def sft_dataset(tasks: Sequence[str], num_examples: int, **kwargs) -> Dataset:
-    """Warm-start pairs: ``prompt`` messages and the oracle ``completion`` (the exact optimum's part(s))."""
-    from fleet_rl.kernel.solver import solve_scenario
+def sft_target_plan(row: dict, target: str) -> dict:
+    """The plan a warm start imitates for one ``scenario_rows`` row: the ``target`` planner's plan for the
+    row's scenario (seeded by the row's generator seed), cut to the agent's own part on multi-agent rows."""
     from fleet_rl.scenario import Scenario
 
-    rows = scenario_rows(tasks, num_examples, **kwargs)
+    if target not in SFT_TARGET_PLANNERS:
+        raise ValueError(f"unknown sft target {target!r}; valid: {', '.join(SFT_TARGET_PLANNERS)}")
+    plan = SFT_TARGET_PLANNERS[target](Scenario.from_json(row["scenario"]), row["seed"])
+    if row["agent"]:
+        plan = {"jobs": [job for job in plan["jobs"] if job["id"] == row["agent"]]}
+    return plan
+
+
+def sft_dataset(tasks: Sequence[str], num_examples: int, *, target: str = "optimal", **kwargs) -> Dataset:
+    """Warm-start pairs: ``prompt`` messages and the ``target`` planner's ``completion`` (see the module
+    docstring; ``optimal`` is the exact optimum's part(s), ``even_split`` and ``random`` are baselines)."""
+    if target not in SFT_TARGET_PLANNERS:
+        raise ValueError(f"unknown sft target {target!r}; valid: {', '.join(SFT_TARGET_PLANNERS)}")
     examples = []
-    for row in rows:
-        plan = solve_scenario(Scenario.from_json(row["scenario"])).optimal_plan
-        if row["agent"]:
-            plan = {"jobs": [job for job in plan["jobs"] if job["id"] == row["agent"]]}
-        answer = [{"role": "assistant", "content": format_answer(plan)}]
+    for row in scenario_rows(tasks, num_examples, **kwargs):
+        answer = [{"role": "assistant", "content": format_answer(sft_target_plan(row, target))}]
         examples.append({"prompt": row["prompt"], "completion": answer})
     return Dataset.from_list(examples)

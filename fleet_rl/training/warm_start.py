@@ -1,19 +1,24 @@
-"""SFT warm start: teach a model the answer format on oracle plans before GRPO (TRL ``SFTTrainer``).
+"""SFT warm start: teach a model the answer format before GRPO (TRL ``SFTTrainer``).
 
 A randomly initialised tiny model never writes a parseable plan, so every GRPO reward would be ~0 and the
-group advantages would be all zero: nothing to learn from. A short supervised pass on the exact optimum's
-answers (``fleet_rl.training.dataset.sft_dataset``, loss on the answers only) gives it the format; GRPO then
-has to improve the plans themselves. The instruction-tuned 8B recipes skip this (``sft_steps: 0``).
+group advantages would be all zero: nothing to learn from. A short supervised pass on target answers
+(``fleet_rl.training.dataset.sft_dataset``, loss on the answers only) gives it the format; GRPO then has to
+improve the plans themselves. ``sft_target`` picks the answers: ``even_split`` (the even-split bf16
+baseline) or ``random`` (random schema-valid plans) teach the format while leaving GRPO something to find;
+``optimal`` (the exact optimum) teaches the answer itself, so a run that starts from it makes no claim
+about what RL learned. The instruction-tuned 8B recipes skip the warm start (``sft_steps: 0``).
 
 The warm start fine-tunes the full-precision base model and saves it, with its tokenizer, to
 ``<output_dir>/warm-start``; GRPO then loads that directory (4-bit + LoRA as configured). A finished warm
-start leaves ``warm_start.json``, so a resumed run reuses it instead of training it again.
+start leaves ``warm_start.json`` (steps, target, examples, loss, wall time), so a resumed run with the same
+steps and target reuses it instead of training it again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 import torch
@@ -36,11 +41,17 @@ def warm_start(model_name_or_path: str, script_args: FleetScriptArguments, train
     target = Path(training_args.output_dir) / WARM_START_DIR
     marker = target / WARM_START_MARKER
     if marker.exists():
-        logger.info("reusing the SFT warm start in %s", target)
-        return str(target)
+        done = json.loads(marker.read_text())
+        asked = (script_args.sft_steps, script_args.sft_target)
+        if (done.get("steps"), done.get("target", "optimal")) == asked:  # markers before targets: optimal
+            logger.info("reusing the SFT warm start in %s", target)
+            return str(target)
+        logger.warning("the warm start in %s has other settings (%s); training it again", target, done)
+    started = time.perf_counter()
     dataset = sft_dataset(
         script_args.tasks,
         script_args.sft_num_examples,
+        target=script_args.sft_target,
         dataset_seed=script_args.dataset_seed + 1,  # not the GRPO prompts: the warm start must not leak them
         task_weights=script_args.task_weights,
         prompt_style=script_args.prompt_style,
@@ -73,8 +84,10 @@ def warm_start(model_name_or_path: str, script_args: FleetScriptArguments, train
         tokenizer.save_pretrained(str(target))
         summary = {
             "steps": script_args.sft_steps,
+            "target": script_args.sft_target,
             "examples": len(dataset),
             "train_loss": result.training_loss,
+            "wall_s": time.perf_counter() - started,  # dataset, model load, training and saving
         }
         marker.write_text(json.dumps(summary, indent=2))
     trainer.accelerator.wait_for_everyone()

@@ -1,0 +1,1 @@
+"""Benchmarks that run the project end to end: scripts outside the installed package."""

@@ -1,0 +1,241 @@
+"""benchmarks/learning.py: paired bootstrap, README table, time split, and one tiny run end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.learning import METRICS, paired_difference, parse, render, reward_curve, split_grpo_time
+
+REPO = Path(__file__).resolve().parents[2]
+REQUIRED_KEYS = {"delta_percent_points", "delta_ci95", "eval_scenarios", "seeds", "start", "after", "wall_s"}
+REQUIRED_KEYS |= {"command", "cpu"}
+
+
+# --- statistics ---------------------------------------------------------------------------------------
+
+
+def test_constant_differences_give_a_zero_width_interval_at_the_difference():
+    start = np.array([[10.0, 40.0, 70.0, 0.0], [20.0, 30.0, 50.0, 5.0]])
+    paired = paired_difference(start, start + 2.5)
+    assert paired["mean"] == pytest.approx(2.5)
+    assert paired["ci95"] == pytest.approx([2.5, 2.5])
+    assert paired["per_seed"] == pytest.approx([2.5, 2.5])
+
+
+def test_hand_computed_means_average_each_scenario_over_seeds():
+    start = np.zeros((2, 3))
+    after = np.array([[3.0, 0.0, 6.0], [1.0, 2.0, 0.0]])  # per scenario: 2, 1, 3; per seed: 3, 1
+    paired = paired_difference(start, after, resamples=2000)
+    assert paired["mean"] == pytest.approx(2.0)
+    assert paired["per_seed"] == pytest.approx([3.0, 1.0])
+    low, high = paired["ci95"]
+    assert 1.0 <= low <= 2.0 <= high <= 3.0  # resampled means of {1, 2, 3} stay within their range
+
+
+def test_interval_is_deterministic_and_covers_the_true_mean():
+    rng = np.random.default_rng(123)
+    start = rng.uniform(0, 100, size=(2, 96))
+    after = start + 4.0 + rng.normal(0.0, 10.0, size=(2, 96))
+    first, second = paired_difference(start, after), paired_difference(start, after)
+    assert first == second
+    low, high = first["ci95"]
+    assert low < first["mean"] < high and low < 4.0 < high
+    # the interval shrinks like 1/sqrt(n): 4x the scenarios, about half the width
+    wide = paired_difference(start[:, :24], after[:, :24])["ci95"]
+    assert 0.35 < (high - low) / (wide[1] - wide[0]) < 0.7
+
+
+def test_coverage_is_near_95_percent():
+    rng = np.random.default_rng(7)
+    covered = 0
+    trials = 200
+    for _ in range(trials):
+        differences = rng.normal(1.0, 5.0, size=(1, 60))
+        low, high = paired_difference(np.zeros_like(differences), differences, resamples=1000)["ci95"]
+        covered += low <= 1.0 <= high
+    assert 0.88 <= covered / trials <= 0.99
+
+
+def test_unpaired_shapes_raise():
+    with pytest.raises(ValueError, match="equal"):
+        paired_difference(np.zeros((2, 4)), np.zeros((2, 5)))
+
+
+# --- time split, reward curve, command line -----------------------------------------------------------
+
+
+def test_grpo_time_is_split_into_generation_reward_and_the_rest():
+    profiled = {
+        "GRPOTrainer.transformers.generate": 30.0,
+        "GRPOTrainer._calculate_rewards": 1.5,
+        "GRPOTrainer.fleet_reward": 1.0,  # inside _calculate_rewards: not counted twice
+        "GRPOTrainer.compute_loss": 5.0,
+    }
+    assert split_grpo_time(50.0, profiled) == {"generation": 30.0, "reward": 1.5, "backward": 18.5}
+    assert split_grpo_time(50.0, {}) == {"generation": None, "reward": None, "backward": None}
+
+
+def test_reward_curve_keeps_the_reward_and_each_function_per_step():
+    history = [
+        {"reward": 0.1, "rewards/fleet_reward/mean": 0.1, "rewards/fleet_reward/std": 0.0, "step": 1},
+        {"reward": 0.3, "rewards/fleet_reward/mean": 0.3, "kernel/ird_rate": 0.5, "step": 2},
+        {"train_runtime": 9.0, "step": 2},
+    ]
+    curve = reward_curve(history)
+    assert curve == {
+        "step": [1, 2],
+        "reward": [0.1, 0.3],
+        "kernel/ird_rate": [None, 0.5],
+        "rewards/fleet_reward/mean": [0.1, 0.3],
+    }
+
+
+def test_command_line_passes_other_flags_to_training_and_refuses_its_own():
+    args, train_flags = parse(
+        ["--config", "c.yaml", "--output", "o.json", "--max_steps", "3", "--seeds", "4"]
+    )
+    assert (args.seeds, args.eval_scenarios, train_flags) == ([4], 96, ["--max_steps", "3"])
+    for flag in ("--seed", "--output_dir"):
+        with pytest.raises(SystemExit):
+            parse(["--config", "c.yaml", "--output", "o.json", flag, "1"])
+    with pytest.raises(SystemExit):
+        parse(["--config", "c.yaml"])  # no --output
+
+
+# --- the README table ---------------------------------------------------------------------------------
+
+
+def _result(fair_start: bool = True) -> dict:
+    side = {"mean_percent_of_optimum": 40.0, "valid_plan_rate": 0.9, "feasible_rate": 0.5, "ird_rate": 0.1}
+    paired = {name: {"mean": 0.0, "ci95": [-0.01, 0.02], "per_seed": [0.0, 0.0]} for name in METRICS}
+    paired["percent_of_optimum"] = {"mean": 5.25, "ci95": [-1.5, 12.0], "per_seed": [4.0, 6.5]}
+    return {
+        "seeds": [0, 1],
+        "eval_scenarios": 96,
+        "eval": {"eval_tasks": ["easy", "medium"]},
+        "fair_start": fair_start,
+        "start": {"policy": "800-step SFT warm start on even_split plans", **side, "mean_fleet_reward": 0.4},
+        "after": {"policy": "the start + 60 GRPO steps (LoRA)", **side, "mean_fleet_reward": 0.45},
+        "paired": paired,
+        "delta_per_seed": [4.0, 6.5],
+        "bootstrap": {"resamples": 10000},
+        "reward_curve": {"0": {"reward": [0.1, 0.2, 0.3]}, "1": {"reward": [0.2, 0.2]}},
+        "wall_s": {
+            "warm_start": 100.0,
+            "grpo": 600.0,
+            "generation": 400.0,
+            "reward": 1.0,
+            "backward": 199.0,
+            "eval_start": 50.0,
+            "eval_after": 60.0,
+            "total": 830.0,
+        },  # fmt: skip
+        "cpu": {"model": "AMD EPYC", "cores": 2},
+        "command": "python benchmarks/learning.py --config configs/x.yaml",
+    }
+
+
+def test_render_gives_the_table_with_the_paired_interval():
+    text = render(_result())
+    lines = text.splitlines()
+    assert lines[0] == "| policy | mean % of optimum | valid plan | feasible | IRD | mean fleet_reward |"
+    assert lines[1] == "|---|---|---|---|---|---|"
+    assert (
+        lines[2]
+        == "| start: 800-step SFT warm start on even_split plans | 40.0 | 0.90 | 0.50 | 0.10 | 0.400 |"
+    )
+    assert lines[3].startswith("| after: the start + 60 GRPO steps (LoRA) | 40.0 |")
+    assert lines[4].startswith("| **after − start** [95 % CI] | +5.2 [−1.5, +12.0] | +0.00 [−0.01, +0.02] |")
+    assert "96 held-out scenarios (easy, medium)" in text and "seed 0 +4.0, seed 1 +6.5" in text
+    assert "seed 0 0.100 → 0.300" in text
+    assert "GRPO 600 s (generation 400 s, reward 1 s" in text and "evaluation 110 s" in text
+    assert "Not a learning claim" not in text
+    assert "Not a learning claim" in render(_result(fair_start=False))
+
+
+def test_render_from_the_command_line(tmp_path):
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(_result()))
+    done = subprocess.run(
+        [sys.executable, "benchmarks/learning.py", "--render", str(path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == render(_result())
+
+
+# --- end to end on the tiny preset --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_tiny_preset_end_to_end(tmp_path):
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_DIR": str(tmp_path),
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "2",
+    }
+    output = tmp_path / "learning_tiny.json"
+    command = [
+        sys.executable, "benchmarks/learning.py", "--config", "configs/tiny_cpu.yaml",
+        "--seeds", "0", "1", "--eval_scenarios", "4", "--eval_batch_size", "4",
+        "--output", str(output), "--work_dir", str(tmp_path / "work"),
+        "--model_name_or_path", str(tmp_path / "tiny"), "--sft_steps", "4", "--sft_num_examples", "32",
+        "--sft_target", "even_split", "--num_prompts", "16", "--max_steps", "2",
+        "--per_device_train_batch_size", "4", "--max_completion_length", "32",
+        "--disable_tqdm", "true", "--log_completions", "false",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1100)
+    assert done.returncode == 0, done.stderr[-4000:]
+    first_s = time.perf_counter() - started
+    result = json.loads(output.read_text())
+    assert REQUIRED_KEYS <= set(result)
+    assert result["seeds"] == [0, 1] and result["eval_scenarios"] == 4 and result["fair_start"] is True
+    assert result["grpo_steps"] == 2 and result["command"].startswith(
+        "python benchmarks/learning.py --config"
+    )
+    low, high = result["delta_ci95"]
+    assert low <= result["delta_percent_points"] <= high
+    means = result["after"]["mean_percent_of_optimum"] - result["start"]["mean_percent_of_optimum"]
+    assert result["delta_percent_points"] == pytest.approx(means)
+    for side in ("start", "after"):
+        assert 0.0 <= result[side]["mean_percent_of_optimum"] <= 100.0
+        assert all(
+            0.0 <= result[side][key] <= 1.0 for key in ("valid_plan_rate", "feasible_rate", "ird_rate")
+        )
+        assert [summary["num_scenarios"] for summary in result[side]["per_seed"]] == [4, 4]
+    assert [len(row) for row in result["per_scenario"]["start_percent_of_optimum"]] == [4, 4]
+    for seed in ("0", "1"):
+        curve = result["reward_curve"][seed]
+        assert curve["step"] == [1, 2] and len(curve["rewards/fleet_reward/mean"]) == 2
+    assert [warm["target"] for warm in result["warm_start"]] == ["even_split", "even_split"]
+    wall = result["wall_s"]
+    assert wall["generation"] > 0 and wall["reward"] >= 0 and wall["backward"] > 0 and wall["warm_start"] > 0
+    assert wall["generation"] + wall["reward"] + wall["backward"] == pytest.approx(wall["grpo"])
+    assert wall["eval_start"] > 0 and wall["eval_after"] > 0 and wall["total"] <= first_s
+    assert result["cpu"]["cores"] >= 1 and result["versions"]["trl"]
+    assert all(memory["rss_peak"] > 0 for memory in result["memory_gb_after_seed"])
+    assert done.stdout.splitlines()[0].startswith(
+        "| policy |"
+    )  # stdout is the table; training logs go to stderr
+
+    # --reuse keeps both finished seeds: same numbers, no training
+    again = subprocess.run(
+        [*command, "--reuse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert again.returncode == 0, again.stderr[-4000:]
+    reused = json.loads(output.read_text())
+    assert reused["delta_percent_points"] == result["delta_percent_points"]
+    assert reused["per_scenario"] == result["per_scenario"]
+    assert "reusing seed 0" in again.stderr and "training in" not in again.stderr
