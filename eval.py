@@ -3,13 +3,17 @@
     python eval.py --model runs/tiny_cpu --tasks easy medium --prompt_style compact --num_scenarios 64
     python eval.py --baseline even_bf16 --num_scenarios 200
     python eval.py --baseline random --tasks hard --output reports/random_hard.json
+    python eval.py --local_model smollm2 --tasks easy medium --prompt_style compact   # SmolLM2 itself
+    python eval.py --model runs/smollm2_cpu --local_model smollm2 --tasks easy medium --prompt_style compact
 
 Scenarios come from the generator's ``eval`` split (held-out GPUs and model); answers are scored with the
 training rewards (``rewards.score_completions`` / ``fleet_reward``), so numbers are comparable across
 training, evaluation and benchmarks. ``--model`` takes a ``train_grpo.py`` output directory (a LoRA adapter
 on its base model) or any full model directory; ``--load_in_4bit`` loads the base in NF4 as QLoRA training
-did. Baselines (``fleet_rl/baselines.py``) need no model; for multi-agent rows they answer with their part
-for the agent's job.
+did; ``--local_model smollm2`` (or ``tiny``) first converts (builds) that model where it will be loaded, as
+``train_grpo.py`` does: at ``--model`` (default ``models/smollm2-135m-instruct``), or at an adapter's base
+path if that is missing. Baselines (``fleet_rl/baselines.py``) need no model; for multi-agent rows they
+answer with their part for the agent's job.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from fleet_rl.baselines import BASELINES
 from fleet_rl.prompts import format_answer
 from fleet_rl.scenario import Scenario
 from fleet_rl.scenario_generator import TASKS
+from fleet_rl.smollm2 import SmolLM2Error
+from fleet_rl.training.arguments import LOCAL_MODELS
 from fleet_rl.training.dataset import scenario_rows
 from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_policy, summarise
 
@@ -41,6 +47,13 @@ class EvalArguments:
     max_new_tokens: int = field(default=768, metadata={"help": "Generation budget per answer."})
     batch_size: int = field(default=8, metadata={"help": "Prompts generated at once."})
     load_in_4bit: bool = field(default=False, metadata={"help": "Load the base model in NF4 (as QLoRA did)."})
+    local_model: str = field(
+        default="",
+        metadata={
+            "help": f"Build a local model first ({', '.join(LOCAL_MODELS)}): at --model (default: its "
+            "models/ directory), or, if --model is an adapter, at the adapter's base path when it is missing."
+        },
+    )
     output: str | None = field(default=None, metadata={"help": "Also write the report to this JSON file."})
 
 
@@ -88,9 +101,35 @@ def load_model(args: EvalArguments):
     return model, AutoTokenizer.from_pretrained(tokenizer_path)
 
 
+def ensure_local_model(args: EvalArguments) -> None:
+    """Build ``args.local_model`` where the evaluation will load it (see ``EvalArguments.local_model``)."""
+    from fleet_rl.smollm2 import ensure_smollm2
+    from fleet_rl.tiny_model import ensure_tiny_model
+
+    args.model = args.model or LOCAL_MODELS[args.local_model]
+    adapter = Path(args.model, "adapter_config.json")
+    if adapter.exists():
+        target = json.loads(adapter.read_text())["base_model_name_or_path"]
+        if Path(target).exists():  # the base is there (SmolLM2, the tiny model or a warm start made from one)
+            return
+    else:
+        target = args.model  # the base itself: ensure_smollm2 also refuses a directory it did not finish
+    build = {"tiny": ensure_tiny_model, "smollm2": ensure_smollm2}[args.local_model]
+    try:
+        build(target)
+    except SmolLM2Error as error:
+        raise SystemExit(f"error: {error}") from None
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = TrlParser((EvalArguments,))
     (args,) = parser.parse_args_and_config(argv)
+    if args.local_model:
+        if args.local_model not in LOCAL_MODELS:
+            parser.error(f"unknown local_model {args.local_model!r}; valid: {', '.join(LOCAL_MODELS)}")
+        if args.baseline is not None:
+            parser.error("--local_model builds a model to evaluate; it does not go with --baseline")
+        ensure_local_model(args)
     if (args.model is None) == (args.baseline is None):
         parser.error("give exactly one of --model or --baseline")
     if args.baseline is not None and args.baseline not in BASELINES:

