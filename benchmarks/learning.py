@@ -277,7 +277,8 @@ def train_seed(seed: int, config: str, train_flags: list[str], output_dir: Path)
     ]  # fmt: skip
     parsed = train_grpo.parse_args(argv)
     script_args, training_args, _ = parsed
-    if "--save_steps" not in train_flags:  # the final step's trainer_state.json holds the reward curve
+    # Save at the last step (unless told otherwise): its trainer_state.json holds the whole reward curve.
+    if not any(flag.split("=")[0] == "--save_steps" for flag in train_flags):
         argv += ["--save_steps", str(training_args.max_steps)]
     started = time.perf_counter()
     with trl_profiling_totals() as profiled:
@@ -374,6 +375,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     import train_grpo
 
     started = time.perf_counter()
+    git = _git()  # the code that runs, before anything else can commit
     work_dir = Path(args.work_dir or f"runs/learning/{Path(args.config).stem}")
     parsed0 = train_grpo.parse_args(["--config", args.config, *train_flags, "--report_to", "none"])
     script_args, training_args, model_args = parsed0
@@ -401,6 +403,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         if args.reuse and saved.exists() and json.loads(saved.read_text()).get("fingerprint") == fingerprint:
             print(f"learning benchmark: reusing seed {seed} from {saved}", file=sys.stderr)
             seeds.append(json.loads(saved.read_text()))
+            start_cache.setdefault(os.path.realpath(seeds[-1]["start_model"]), seeds[-1]["start"])
             continue
         shutil.rmtree(output_dir, ignore_errors=True)
         print(f"learning benchmark: seed {seed}: training in {output_dir}", file=sys.stderr, flush=True)
@@ -489,7 +492,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "command": shlex.join(command),
         "cpu": _cpu(),
         "versions": _versions(),
-        "git": _git(),
+        "git": git,
     }
 
 

@@ -12,7 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.learning import METRICS, paired_difference, parse, render, reward_curve, split_grpo_time
+from benchmarks.learning import (
+    METRICS,
+    paired_difference,
+    parse,
+    render,
+    reward_curve,
+    run,
+    split_grpo_time,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED_KEYS = {"delta_percent_points", "delta_ci95", "eval_scenarios", "seeds", "start", "after", "wall_s"}
@@ -170,6 +178,68 @@ def test_render_from_the_command_line(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == render(_result())
+
+
+# --- aggregation from saved seeds (--reuse), no training ----------------------------------------------
+
+
+def _saved_seed(seed: int, fingerprint: dict, start: list[float], after: list[float]) -> dict:
+    def evaluation(percent: list[float]) -> dict:
+        metrics = {name: [0.5] * len(percent) for name in METRICS} | {"percent_of_optimum": percent}
+        return {
+            "summary": {"num_scenarios": len(percent)},
+            "per_scenario": metrics,
+            "samples": [],
+            "wall_s": 2.0,
+        }
+
+    wall = {"warm_start": 5.0, "grpo": 10.0, "generation": 6.0, "reward": 1.0, "backward": 3.0, "setup": 1.0}
+    return {
+        "seed": seed,
+        "fingerprint": fingerprint,
+        "start_model": f"runs/x/seed-{seed}/warm-start",
+        "global_step": 3,
+        "warm_start": {"steps": 4, "target": "random"},
+        "reward_curve": {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
+        "wall_s": wall | {"eval_start": 2.0, "eval_after": 2.0},
+        "memory_gb_after_seed": {"rss_now": 1.0, "rss_peak": 2.0},
+        "start": evaluation(start),
+        "after": evaluation(after),
+    }
+
+
+def test_reuse_aggregates_saved_seeds_without_training(tmp_path):
+    flags = ["--sft_target", "random", "--max_steps", "3"]
+    args, train_flags = parse(
+        ["--config", "configs/tiny_cpu.yaml", "--seeds", "0", "1", "--eval_scenarios", "3", "--reuse",
+         "--output", str(tmp_path / "out.json"), "--work_dir", str(tmp_path), *flags]
+    )  # fmt: skip
+    settings = {
+        "eval_scenarios": 3, "eval_tasks": ["easy"], "prompt_style": "compact", "max_new_tokens": 320,
+        "eval_batch_size": 8, "eval_dataset_seed": 7,
+    }  # fmt: skip
+    fingerprint = {"config": "configs/tiny_cpu.yaml", "train_flags": train_flags, "settings": settings}
+    for seed, start, after in (
+        (0, [10.0, 20.0, 30.0], [20.0, 20.0, 40.0]),
+        (1, [0.0, 0.0, 0.0], [10.0, 0.0, 5.0]),
+    ):
+        (tmp_path / f"seed-{seed}").mkdir()
+        (tmp_path / f"seed-{seed}" / "learning_seed.json").write_text(
+            json.dumps(_saved_seed(seed, fingerprint, start, after))
+        )
+    result = run(args, train_flags, ["python", "benchmarks/learning.py"])
+    assert result["seeds"] == [0, 1] and result["grpo_steps"] == 3 and result["fair_start"] is True
+    assert result["delta_percent_points"] == pytest.approx((20.0 + 15.0) / 6)  # per scenario: 10, 0, 7.5
+    assert result["delta_per_seed"] == pytest.approx([20.0 / 3, 5.0])
+    low, high = result["delta_ci95"]
+    assert 0.0 <= low <= result["delta_percent_points"] <= high <= 10.0
+    assert result["start"]["mean_percent_of_optimum"] == pytest.approx(10.0)
+    assert result["after"]["mean_percent_of_optimum"] == pytest.approx(95.0 / 6)
+    assert result["start"]["policy"] == "800-step SFT warm start on random plans"  # the preset with the flags
+    assert result["wall_s"]["generation"] == 12.0 and result["wall_s"]["eval_after"] == 4.0
+    assert result["reward_curve"]["1"]["reward"] == [0.1, 0.2, 0.3]
+    assert result["git"]["commit"] and REQUIRED_KEYS <= set(result)
+    assert render(result).startswith("| policy |")
 
 
 # --- end to end on the tiny preset --------------------------------------------------------------------
