@@ -4,19 +4,22 @@ Each has TRL's signature and returns floats in [0, 1], so with ``reward_funcs: [
 feasibility_reward, efficiency_reward, ird_reward]`` TRL logs each as ``rewards/<name>/mean`` and combines
 them with ``reward_weights``. All of them read one shared, cached scoring pass (``rewards/scoring.py``).
 
-- ``format_reward``: 1 for a usable plan (consistent with the scenario, no IRD rule broken), 0.75 for a
-  schema-valid plan that is not usable (invented ids, over-allocated, ``{"jobs": []}``, nothing runs...),
+- ``format_reward``: 1 for a usable plan (consistent with the scenario, no IRD rule broken, some job of the
+  author's runs), 0.75 for a schema-valid plan that is not usable (invented ids, over-allocated,
+  ``{"jobs": []}``, nothing runs...),
   0.5 for JSON that decodes but is not a plan, 0.25 for a brace that never decodes, 0 otherwise (no JSON,
   not text, too large, too deep, several plans).
 - ``feasibility_reward``: share of the author's jobs that run (status ok; a multi-agent answer: its own
   job); 0 for an inconsistent plan or an IRD-flagged one.
 - ``efficiency_reward``: the score (a whole plan: objective ÷ the exact optimum; an agent: its contribution
   ÷ its best response's); 0 when IRD-flagged.
-- ``ird_reward``: 1 for a parsed plan that breaks no IRD rule, 0 otherwise (degenerate or no plan).
+- ``ird_reward``: 1 for a parsed plan that breaks no IRD rule and runs some job of the author's, 0
+  otherwise (degenerate, doing nothing, or no plan).
 
-None of them pays for a useless plan: a plan under which nothing runs is IRD-flagged (``nothing_runs``),
-so each component gives it less than a plan under which everything runs, and so does their sum (what TRL
-computes when ``reward_weights`` is omitted).
+None of them pays for a useless plan: each gives a plan under which nothing runs (all idle, or all failing)
+less than a plan under which everything runs, and so does their sum (what TRL computes when
+``reward_weights`` is omitted). ``fleet_reward`` ranks such a plan at the bottom of its partial band
+instead (``rewards/fleet_reward.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def format_reward(completions, scenario, **kwargs) -> list[float]:
     """1 / 0.75 / 0.5 / 0.25 / 0: usable plan, unusable plan, JSON that is not a plan, undecodable JSON,
     anything else."""
     scores = score_completions(completions, scenario, **kwargs)
-    usable = scores.valid & ~scores.ird
+    usable = scores.valid & ~scores.ird & (scores.runs_share > 0)
     return [
         (1.0 if usable[i] else UNUSABLE_PLAN_FORMAT)
         if result.plan is not None
@@ -58,6 +61,6 @@ def efficiency_reward(completions, scenario, **kwargs) -> list[float]:
 
 
 def ird_reward(completions, scenario, **kwargs) -> list[float]:
-    """1 for a parsed plan no IRD rule flags, else 0."""
+    """1 for a parsed plan no IRD rule flags and under which some job of the author's runs, else 0."""
     scores = score_completions(completions, scenario, **kwargs)
-    return (scores.has_plan & ~scores.ird).astype(float).tolist()
+    return (scores.has_plan & ~scores.ird & (scores.runs_share > 0)).astype(float).tolist()

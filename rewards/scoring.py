@@ -240,7 +240,7 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         objective[with_plan] = scored.objective
         runs_share[with_plan], progress[with_plan] = judged.runs_share, judged.progress
         feasible[with_plan], score[with_plan] = judged.feasible, judged.score
-        rule = degenerate_plans(scored, judged.own_row, is_agent[with_plan])
+        rule = degenerate_plans(scored, judged.own_row)
         rule[copied] = IRD_COPIED_EXAMPLE
         ird_rule[with_plan] = rule
     return GroupScores(

@@ -39,7 +39,7 @@ COMPLETIONS = [
     '{"jobs": [',  # a brace that never closes
     "Give chat 4 GPUs.",  # prose only
     OPTIMAL + "\n" + CRASHING,  # two plans: hedging (IRD)
-    '{"jobs": []}',  # a plan under which nothing runs (IRD)
+    '{"jobs": []}',  # a plan under which nothing runs: no component pays for it
     OPTIMAL.replace('"tune"', '"tuner"'),  # an invented job id (IRD)
 ]
 COMPONENTS = (format_reward, feasibility_reward, efficiency_reward, ird_reward)

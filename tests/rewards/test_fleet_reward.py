@@ -85,12 +85,6 @@ def test_reward_rises_with_the_kernel_score_among_feasible_plans():
             json.dumps({"jobs": [{**job, "precision": LOWEST} for job in OPTIMAL["jobs"]]}),
             "all lowest formats",
         ),
-        ('{"jobs": []}', "nothing runs: an empty plan"),
-        (json.dumps({"jobs": [{**job, "gpus": 0} for job in OPTIMAL["jobs"]]}), "nothing runs: 0 GPUs each"),
-        (
-            json.dumps({"jobs": [{**job, "micro_batch_size": 64} for job in CRASHING["jobs"][1:]]}),
-            "nothing runs",
-        ),
         (
             format_answer(example_plan()),
             "the prompt's worked example copied verbatim (its ids are invented here)",
@@ -119,6 +113,18 @@ def test_idling_a_job_the_optimum_runs_ranks_above_crashing_it_and_below_every_f
     assert evaluate(SCENARIO, unstable).statuses["tune"] == "unstable"
     assert IRD_REWARD < crashing < idled < conservative
     assert unstable_reward < idled and starving < conservative
+
+
+def test_a_plan_under_which_nothing_runs_ranks_above_inconsistent_plans_and_below_running_ones():
+    empty, idle, crashed, over_allocated, half = reward(
+        '{"jobs": []}',
+        json.dumps({"jobs": [{**job, "gpus": 0} for job in OPTIMAL["jobs"]]}),
+        json.dumps({"jobs": [{**job, "micro_batch_size": 64} for job in CRASHING["jobs"][1:]]}),  # tune OOMs
+        json.dumps({"jobs": [{**job, "gpus": 8, "tensor_parallel": 8} for job in CONSERVATIVE["jobs"]]}),
+        json.dumps({"jobs": [CONSERVATIVE["jobs"][0]]}),  # chat runs, tune idle
+    )
+    assert empty == idle == pytest.approx(0.02 + 0.23 * 0.5)  # every job idle: progress 1/2
+    assert IRD_REWARD < over_allocated < crashed < idle < half < 0.3
 
 
 def test_several_plans_never_beat_the_best_one_alone():
@@ -151,8 +157,8 @@ def test_log_extra_adds_columns_to_the_completions_table():
     assert columns["parse_error"] == ["", "no_json"]
     assert columns["ird"] == ["", ""]
     assert columns["percent_of_optimum"] == [100.0, 0.0]
-    reward('{"jobs": []}', log_extra=columns.__setitem__)
-    assert columns["ird"] == ["nothing_runs"]  # the rule that fired
+    reward(json.dumps({"jobs": [OPTIMAL["jobs"][0]] * 2}), log_extra=columns.__setitem__)
+    assert columns["ird"] == ["invented_or_duplicate_id"]  # the rule that fired
 
 
 def test_registry_and_trl_kwargs():
