@@ -10,16 +10,17 @@ Reward levels, in the order an engineer ranks answers (DESIGN.md §5, issue #9;
 tests/rewards/test_fleet_reward.py and test_reward_properties.py check them):
 - malformed: 0.0 (no JSON / not text / too large / too deep), 0.002 (JSON that does not decode),
   0.005 (decodes but is not a valid plan);
-- degenerate (IRD, ``rewards/ird.py``: invented ids, several plans, lowest precision everywhere, the
-  copied example): exactly 0.01;
-- schema-valid plan inconsistent with the cluster (over-allocated, TP not dividing GPUs): 0.015; for a
-  multi-agent answer this is also breaking the joint plan (taking GPUs that were given to others);
+- schema-valid plan inconsistent with the cluster (over-allocated, TP not dividing GPUs): 0.0075, below the
+  degenerate level (a plan the cluster cannot even take is closer to malformed output); for a multi-agent
+  answer this is also breaking the joint plan (taking GPUs that were given to others);
+- degenerate (IRD, ``rewards/ird.py``: invented ids, several plans, lowest precision everywhere, nothing
+  runs, the copied example): exactly 0.01;
 - not feasible (some job the author placed cannot run, or a job the optimum runs is left idle):
   0.02 + 0.23 × progress ≤ 0.25, where progress averages over the author's jobs 1 for a job that runs,
-  1/2 for an idle one and 1/2 − k/6 for one that cannot run with k physical faults (unsupported format,
-  over memory, unstable numerics; counted from the physics, so a second fault never hides the first);
-  hence crashing a job never beats idling it, and every fault costs; a plan under which nothing runs sits
-  at the bottom of this band (0.135 with every job idle, less with failing ones), above inconsistent plans;
+  1/2 − k/6 for one that cannot run with k physical faults (unsupported format, over memory, unstable
+  numerics; counted from the physics, so a second fault never hides the first) and 1/3 for an idle one (as
+  much as a near miss); hence crashing a job never beats idling it, each further fault costs, and trying
+  costs nothing against giving up (a whole plan under which nothing runs is degenerate);
 - feasible: 0.3 + 0.7 × score, where score is the kernel's (objective / optimum) for a whole plan and the
   agent's own contribution (its job's value / the best it could add beside the given parts) for a
   multi-agent answer, so the optimum (or a best response) gets 1.0 and the reward rises with the score.
@@ -40,7 +41,7 @@ from rewards.scoring import GroupScores, score_completions
 __all__ = ["FEASIBLE_BASE", "INCONSISTENT_REWARD", "MALFORMED_REWARD", "fleet_reward", "log_kernel_rates"]
 
 MALFORMED_REWARD = {BAD_JSON: 0.002, SCHEMA: 0.005}  # every other parse error: 0.0
-INCONSISTENT_REWARD = 0.015
+INCONSISTENT_REWARD = 0.0075
 INFEASIBLE_BASE, PROGRESS_CREDIT = 0.02, 0.23
 FEASIBLE_BASE = 0.3
 _error = operator.attrgetter("error")

@@ -59,8 +59,9 @@ class GroupScores:
     valid: np.ndarray  # (N,) bool: ... and it is consistent with the scenario (kernel-valid)
     runs_share: np.ndarray  # (N,) share of the author's jobs that run (status ok)
     # (N,) in [0, 1]: mean over the author's jobs of (credit + 1) / 2, where a job that runs has credit 1,
-    # an idle one 0, and a placed one that cannot run -k/3 for its k physical faults (unsupported format,
-    # over memory, unstable numerics): idling a job always beats crashing it, and each fault costs
+    # a placed one that cannot run -k/3 for its k physical faults (unsupported format, over memory, unstable
+    # numerics), and an idle one -1/3, as much as a near miss: a crash never beats idling, each further
+    # fault costs, and trying (one fault short of running) costs nothing against giving up
     progress: np.ndarray
     # (N,) bool: valid, none of the author's placed jobs fails, every one the optimum runs runs (for an agent:
     # its job runs when it can add value), and the contribution is positive
@@ -240,7 +241,7 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         objective[with_plan] = scored.objective
         runs_share[with_plan], progress[with_plan] = judged.runs_share, judged.progress
         feasible[with_plan], score[with_plan] = judged.feasible, judged.score
-        rule = degenerate_plans(scored, judged.own_row)
+        rule = degenerate_plans(scored, judged.own_row, is_agent[with_plan])
         rule[copied] = IRD_COPIED_EXAMPLE
         ird_rule[with_plan] = rule
     return GroupScores(
@@ -286,7 +287,7 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
     own_row = ~is_agent[plan_of_row] | (job_of_row == agent_job[plan_of_row])
     runs = results.status == OK
     crashed = results.faults > 0
-    credit = np.where(runs, 1.0, -results.faults / 3.0)  # idle: 0 faults, credit 0
+    credit = np.where(runs, 1.0, -np.maximum(results.faults, 1) / 3.0)  # idle (0 faults): as one fault
 
     def own_sum(values: np.ndarray) -> np.ndarray:
         return np.bincount(plan_of_row, weights=np.where(own_row, values, 0.0), minlength=num_plans)

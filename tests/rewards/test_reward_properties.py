@@ -215,7 +215,9 @@ def test_an_agent_is_paid_for_its_own_contribution_and_sabotage_ranks_below_abst
     best = next(job for job in solve(scenario).plan["jobs"] if job["id"] == agent)
     abstain = {"jobs": [{**best, "gpus": 0}]}
     sabotage = {"jobs": [{**best, "gpus": scenario.cluster.count, "tensor_parallel": 1}]}  # takes every GPU
-    assert reward(scenario, sabotage, **columns) < reward(scenario, abstain, **columns) < 0.3
+    breaks = not evaluate(scenario, {"jobs": [*given_parts["jobs"], sabotage["jobs"][0]]}).valid
+    sabotaged, abstained = reward(scenario, sabotage, **columns), reward(scenario, abstain, **columns)
+    assert (sabotaged < abstained if breaks else sabotaged <= abstained) and abstained < 0.3
     sabotaged = reward(scenario, sabotage, difference_reward, **columns)
     abstained = reward(scenario, abstain, difference_reward, **columns)
     others_value = evaluate(scenario, given_parts).objective  # what breaking the joint plan destroys
