@@ -28,7 +28,7 @@ import numpy as np
 from fleet_rl.kernel.evaluate import score_batch
 from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.scenario import Scenario
-from rewards.scoring import given_plan_from, score_completions
+from rewards.scoring import best_response_value, given_plan_from, score_completions
 
 __all__ = ["FLOOR", "counterfactual", "difference_reward"]
 
@@ -49,9 +49,8 @@ def _counterfactual(scenario: Scenario, agent: str, given_json: str) -> tuple[fl
     given = given_plan_from(given_json)
     base = score_batch([solved], [given]).objective[0]
     taken = sum(job.gpus for job in given.jobs if job.id != agent)
-    free = max(solved.gpu_count - taken, 0)
     j = solved.job_index.get(agent)
-    best = 0.0 if j is None else float(np.max(solved.optimal_value_by_gpus[j, : free + 1]))
+    best = 0.0 if j is None else best_response_value(solved, j, taken)
     return float(base), max(best, 0.0)
 
 

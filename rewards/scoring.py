@@ -41,7 +41,7 @@ from rewards.ird import NOT_DEGENERATE, degenerate_plans
 from rewards.ird import SEVERAL_PLANS as IRD_SEVERAL_PLANS
 from rewards.parsing import SEVERAL_PLANS, ParseResult, completion_text, parse_plan
 
-__all__ = ["GroupScores", "given_plan_from", "scenario_from_json", "score_completions"]
+__all__ = ["GroupScores", "best_response_value", "given_plan_from", "scenario_from_json", "score_completions"]
 
 
 @dataclass(frozen=True)
@@ -306,7 +306,10 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
         agent_rows = first_row[agent_plans] + agent_job[agent_plans]
         taken = np.bincount(plan_of_row, weights=np.where(own_row, 0, rows.gpus), minlength=num_plans)
         best = np.array(
-            [max(_best_value(solved[p], agent_job[p], int(taken[p])), 0.0) for p in agent_plans.tolist()]
+            [
+                max(best_response_value(solved[p], agent_job[p], int(taken[p])), 0.0)
+                for p in agent_plans.tolist()
+            ]
         )
         value = scored.values[agent_rows]
         agent_runs = runs[agent_rows]
@@ -318,7 +321,7 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
     return _Judged(runs_share, progress, feasible, score, own_row)
 
 
-def _best_value(solved: SolvedScenario, job: int, gpus_taken: int) -> float:
+def best_response_value(solved: SolvedScenario, job: int, gpus_taken: int) -> float:
     """The best value job ``job`` can reach with the GPUs the other jobs leave free (its best response)."""
     free = max(solved.gpu_count - gpus_taken, 0)
     return float(np.max(solved.optimal_value_by_gpus[job, : free + 1]))
