@@ -18,8 +18,8 @@ them with ``reward_weights``. All of them read one shared, cached scoring pass (
 
 None of them pays for a useless plan: each gives a plan under which nothing runs (all idle, or all failing)
 less than a plan under which everything runs, and so does their sum (what TRL computes when
-``reward_weights`` is omitted). ``fleet_reward`` ranks such a plan at the bottom of its partial band
-instead (``rewards/fleet_reward.py``).
+``reward_weights`` is omitted). For a whole plan that is the IRD rule ``nothing_runs``; the explicit check
+on the runs share covers a multi-agent answer that abstains (no IRD rule: the others' jobs run).
 """
 
 from __future__ import annotations

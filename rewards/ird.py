@@ -1,8 +1,8 @@
 """Inverse Reward Design: degenerate strategies that game the throughput proxy (DESIGN.md §5).
 
 A completion caught here gets exactly ``IRD_REWARD`` (0.01), whatever the kernel would say: above
-malformed output, never above a crashing plan. The rules, by name (``IRD_RULES``; the first that fires is
-reported, in this order):
+malformed output, never above a crashing plan. The rules, by name (``IRD_RULES``; when several fire, the
+most specific is reported: copied example, then invented ids, lowest precision, nothing runs):
 
 - ``several_plans``: hedging with several plans in one answer (flagged by the parser).
 - ``invented_or_duplicate_id``: the encoder's ``unknown_job``/``duplicate_job`` reasons; for a multi-agent
@@ -71,7 +71,7 @@ def degenerate_plans(scored: ScoredBatch, own_row: np.ndarray, is_agent_plan: np
         (NOTHING_RUNS, nothing_runs),
         (LOWEST_PRECISION_EVERYWHERE, lowest_everywhere),
         (INVENTED_OR_DUPLICATE_ID, names_ids),
-    ):  # the last assignment wins: the order of IRD_RULES
+    ):  # the last assignment wins: the most specific rule is reported
         rule[fired] = code
     return rule
 
