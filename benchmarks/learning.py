@@ -391,7 +391,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     if not fair_start:
         print(
             "learning benchmark: the start imitates the exact optimum (sft_target optimal); this run makes "
-            "no claim about what RL learned (use --sft_target even_split or random)",
+            "no claim about what RL learned (use --sft_target even_split, random or random_split)",
             file=sys.stderr,
         )
     fingerprint = {"config": args.config, "train_flags": train_flags, "settings": settings}

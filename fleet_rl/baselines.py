@@ -6,6 +6,11 @@
   checkpointing for training. Safe, rarely optimal: it ignores memory headroom, FP8 and int4/int8 weights.
 - ``random``: a schema-valid plan with every field drawn uniformly (GPU split included), from
   ``Random(seed)``; the floor any learning must clear.
+- ``random_split``: every GPU handed out in a uniformly random split (each job at least one GPU while
+  GPUs last), a random tensor parallelism that divides its share and the model's heads, every precision
+  drawn uniformly, and only the fields the job's kind reads. Each job is placed, so the kernel says what
+  went wrong (an unsupported format, memory, stability) instead of "idle": a warm-start target that
+  teaches the answer format and leaves every planning decision to be learned (``sft_target: random_split``).
 - ``optimal``: the exact optimum (``solve``); 100 % by definition, a sanity check of the scoring path.
 
 Each is ``fn(scenario, seed) -> plan dict`` for whole-plan scenarios.
@@ -20,16 +25,21 @@ from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Scenario
 
-__all__ = ["BASELINES", "even_bf16", "optimal", "random_plan"]
+__all__ = ["BASELINES", "even_bf16", "optimal", "random_plan", "random_split"]
 
 
-def _largest_tp(gpus: int, job) -> int:
+def _dividing_tps(gpus: int, job) -> list[int]:
+    """Tensor-parallel sizes that divide the job's GPU share and its model's attention and KV heads."""
     model = job.model_spec
-    return max(
+    return [
         tp
         for tp in TENSOR_PARALLEL_SIZES
         if gpus % tp == 0 and model.num_attention_heads % tp == 0 and model.num_key_value_heads % tp == 0
-    )
+    ]
+
+
+def _largest_tp(gpus: int, job) -> int:
+    return max(_dividing_tps(gpus, job))
 
 
 def even_bf16(scenario: Scenario, seed: int = 0) -> dict:
@@ -75,6 +85,31 @@ def random_plan(scenario: Scenario, seed: int = 0) -> dict:
     return {"jobs": plan}
 
 
+def _random_shares(count: int, jobs: int, rng: random.Random) -> list[int]:
+    """``count`` GPUs split uniformly at random over ``jobs`` jobs, each at least one while GPUs last."""
+    if count < jobs:
+        shares = [1] * count + [0] * (jobs - count)
+        rng.shuffle(shares)
+        return shares
+    cuts = sorted(rng.sample(range(1, count), jobs - 1))  # a uniform composition of count into jobs parts
+    return [high - low for low, high in zip([0, *cuts], [*cuts, count], strict=True)]
+
+
+def random_split(scenario: Scenario, seed: int = 0) -> dict:
+    """All GPUs in a random split, random dividing TP and precisions, kind-relevant fields only."""
+    rng = random.Random(f"fleet_rl/baselines/random_split/{seed}")
+    plan = []
+    for job, gpus in zip(scenario.jobs, _random_shares(scenario.cluster.count, len(scenario.jobs), rng), strict=True):
+        part = {"id": job.id, "gpus": gpus, "tensor_parallel": rng.choice(_dividing_tps(gpus, job)) if gpus else 1}
+        part["precision"] = {group: rng.choice(PRECISIONS) for group in MODULE_GROUPS}
+        if job.kind == "serve":
+            part["kv_cache"] = rng.choice(PRECISIONS)
+        else:
+            part |= {"micro_batch_size": rng.choice(MICRO_BATCH_SIZES), "activation_checkpointing": rng.random() < 0.5}
+        plan.append(part)
+    return {"jobs": plan}
+
+
 def optimal(scenario: Scenario, seed: int = 0) -> dict:
     """The exact optimum."""
     from fleet_rl.kernel.solver import solve_scenario
@@ -85,5 +120,6 @@ def optimal(scenario: Scenario, seed: int = 0) -> dict:
 BASELINES: dict[str, Callable[[Scenario, int], dict]] = {
     "even_bf16": even_bf16,
     "random": random_plan,
+    "random_split": random_split,
     "optimal": optimal,
 }

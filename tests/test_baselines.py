@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleet_rl import TASKS, make_scenario
-from fleet_rl.baselines import BASELINES, even_bf16, optimal, random_plan
+from fleet_rl.baselines import BASELINES, even_bf16, optimal, random_plan, random_split
 from fleet_rl.kernel import evaluate
 
 
@@ -35,7 +35,32 @@ def test_random_is_deterministic_and_schema_valid():
     assert "schema" not in " ".join(evaluate(scenario, random_plan(scenario, 3)).reasons)
 
 
+@pytest.mark.parametrize("task", TASKS)
+def test_random_split_places_every_job_on_all_gpus_with_dividing_tp_and_only_its_kinds_fields(task):
+    for seed in range(20):
+        scenario = make_scenario(task, seed)
+        plan = random_split(scenario, seed)
+        assert plan == random_split(scenario, seed)
+        result = evaluate(scenario, plan)
+        assert result.valid, result.reasons
+        shares = [part["gpus"] for part in plan["jobs"]]
+        assert sum(shares) == scenario.cluster.count
+        assert all(shares) or scenario.cluster.count < len(scenario.jobs)
+        for job, part in zip(scenario.jobs, plan["jobs"], strict=True):
+            assert part["gpus"] % part["tensor_parallel"] == 0
+            assert job.model_spec.num_key_value_heads % part["tensor_parallel"] == 0
+            assert ("kv_cache" in part) == (job.kind == "serve")
+            assert ("micro_batch_size" in part) == (job.kind != "serve")
+
+
+def test_random_split_draws_varied_splits_and_formats():
+    scenario = make_scenario("hard", 0)
+    plans = [random_split(scenario, seed) for seed in range(30)]
+    assert len({tuple(part["gpus"] for part in plan["jobs"]) for plan in plans}) > 5
+    assert len({part["precision"]["mlp"] for plan in plans for part in plan["jobs"]}) > 3
+
+
 def test_optimal_scores_one_and_registry():
     scenario = make_scenario("easy", 2)
     assert evaluate(scenario, optimal(scenario)).score == pytest.approx(1.0)
-    assert set(BASELINES) == {"even_bf16", "random", "optimal"}
+    assert set(BASELINES) == {"even_bf16", "random", "random_split", "optimal"}

@@ -22,10 +22,13 @@ planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
 - ``even_split``: the ``even_bf16`` baseline (even GPU split, 16-bit, fp32 norms): valid, usually runnable,
   rarely optimal (about half the optimum on held-out scenarios), so GRPO has something left to find;
 - ``random``: the ``random`` baseline's schema-valid plan, seeded by the row's generator seed: it teaches the
-  answer format and almost nothing about good plans;
+  answer format and almost nothing about good plans (its sequential GPU draw leaves later jobs idle often,
+  and a model imitating it answers ``"gpus": 0`` greedily);
+- ``random_split``: the ``random_split`` baseline: every job placed on a random share of all the GPUs with
+  random settings, so the format and the job ids are taught and every planning choice is left to GRPO;
 - ``optimal``: the exact optimum. Imitating it *is* the answer: a model warm-started on oracle plans and
   then trained with GRPO says nothing about what RL learned, so a learning claim must start from
-  ``even_split``, ``random`` or no warm start (``benchmarks/learning.py`` flags an oracle start).
+  ``even_split``, ``random``, ``random_split`` or no warm start (``benchmarks/learning.py`` flags an oracle start).
 
 For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle.
 """
@@ -38,7 +41,7 @@ from collections.abc import Sequence
 
 from datasets import Dataset
 
-from fleet_rl.baselines import even_bf16, optimal, random_plan
+from fleet_rl.baselines import even_bf16, optimal, random_plan, random_split
 from fleet_rl.multiagent import agent_request
 from fleet_rl.prompts import build_messages, format_answer
 from fleet_rl.scenario_generator import SPLITS, TASKS, make_scenario
@@ -56,7 +59,12 @@ __all__ = [
 SEED_STRIDE = 1_000_000  # generator seeds per dataset_seed: disjoint streams for num_prompts < 1e6
 
 # Warm-start targets (``FleetScriptArguments.sft_target``): planner(scenario, seed) -> whole plan dict.
-SFT_TARGET_PLANNERS = {"even_split": even_bf16, "random": random_plan, "optimal": optimal}
+SFT_TARGET_PLANNERS = {
+    "even_split": even_bf16,
+    "random": random_plan,
+    "random_split": random_split,
+    "optimal": optimal,
+}
 
 
 def check_task_mix(tasks: Sequence[str], task_weights: Sequence[float] | None, num_prompts: int) -> None:
