@@ -2,11 +2,12 @@
 
 A completion caught here gets exactly ``IRD_REWARD`` (0.01), whatever the kernel would say: above
 malformed output, never above a crashing plan. The rules, by name (``IRD_RULES``; when several fire, the
-most specific is reported: copied example, then invented ids, lowest precision, nothing runs):
+most specific is reported: copied example, then invented ids, lowest precision, nothing runs). Each fires
+in one place below: ``answer_rules`` for ``several_plans``, ``degenerate_plans`` for the others.
 
-- ``several_plans``: hedging with several plans in one answer (flagged by the parser).
-- ``invented_or_duplicate_id``: the encoder's ``unknown_job``/``duplicate_job`` reasons; for a multi-agent
-  answer this includes rewriting a job whose part was given.
+- ``several_plans``: hedging with several plans in one answer (the parser's ``several_plans`` error).
+- ``invented_or_duplicate_id``: the kernel's ``ReasonCode.UNKNOWN_JOB``/``DUPLICATE_JOB`` reasons; for a
+  multi-agent answer this includes rewriting a job whose part was given.
 - ``lowest_precision_everywhere``: every module group of every job the answer places in a sub-16-bit format
   (fp8/int8/int4), norms included, where that is known to break.
 - ``nothing_runs``: a whole plan (not a multi-agent part) under which no job runs, every job idle
@@ -14,7 +15,8 @@ most specific is reported: copied example, then invented ids, lowest precision, 
   in a SmolLM2 GRPO pilot that paid an all-idle plan 0.135 (the bottom of the partial band), every one of a
   group's 8 answers gave every job 0 GPUs by step 14.
 - ``copied_example``: the prompt's worked example answer, or one of its jobs, reused for this scenario
-  (``rewards/copied_example.py``, checked in ``rewards/scoring.py`` where the plan is at hand).
+  (``rewards/copied_example.py`` tells; ``rewards/scoring.py`` asks it of each answer's own plan, before
+  a multi-agent part is merged with the given parts).
 
 Leaving a job idle that the optimum runs is not an override any more: such a plan is not feasible, so it
 ranks in ``fleet_reward``'s partial-credit band below every plan that runs all the jobs the cluster can run,
@@ -24,12 +26,17 @@ conservative plan (say all bf16) is not degenerate either: the kernel already sc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from fleet_rl.kernel.constants import FP8, OK
 from fleet_rl.kernel.evaluate import ScoredBatch
+from fleet_rl.kernel.reasons import ReasonCode
+from rewards.parsing import SEVERAL_PLANS as PARSED_SEVERAL_PLANS
+from rewards.parsing import ParseResult
 
-__all__ = ["IRD_REWARD", "IRD_RULES", "NOT_DEGENERATE", "degenerate_plans"]
+__all__ = ["IRD_REWARD", "IRD_RULES", "NOT_DEGENERATE", "answer_rules", "degenerate_plans"]
 
 IRD_REWARD = 0.01
 IRD_RULES: tuple[str, ...] = (
@@ -43,17 +50,31 @@ SEVERAL_PLANS, INVENTED_OR_DUPLICATE_ID, LOWEST_PRECISION_EVERYWHERE, NOTHING_RU
     len(IRD_RULES)
 )
 NOT_DEGENERATE = -1
-_ID_REASONS = ("unknown_job:", "duplicate_job:")
+_JOB_ID_CODES = frozenset({ReasonCode.UNKNOWN_JOB, ReasonCode.DUPLICATE_JOB})
 
 
-def degenerate_plans(scored: ScoredBatch, own_row: np.ndarray, is_agent_plan: np.ndarray) -> np.ndarray:
-    """(P,) int: the first IRD rule each scored plan breaks (an index into ``IRD_RULES``), or
-    ``NOT_DEGENERATE``. ``several_plans`` and ``copied_example`` are the caller's (they need the text or
-    the plan).
+def answer_rules(parsed: Sequence[ParseResult], plan_rules: np.ndarray) -> np.ndarray:
+    """(N,) int: the IRD rule each answer breaks, or ``NOT_DEGENERATE``: ``several_plans`` for an answer
+    the parser found several plans in (it has no plan), else its plan's rule (``plan_rules``, from
+    ``degenerate_plans``, one per answer with a plan, in order)."""
+    has_plan = np.array([result.plan is not None for result in parsed], dtype=bool)
+    several = np.array([result.error == PARSED_SEVERAL_PLANS for result in parsed], dtype=bool)
+    rule = np.full(len(parsed), NOT_DEGENERATE, dtype=np.int64)
+    rule[has_plan] = plan_rules
+    rule[several] = SEVERAL_PLANS
+    return rule
+
+
+def degenerate_plans(
+    scored: ScoredBatch, own_row: np.ndarray, is_agent_plan: np.ndarray, copied: np.ndarray
+) -> np.ndarray:
+    """(P,) int: the IRD rule each scored plan breaks (an index into ``IRD_RULES``; the most specific when
+    several fire), or ``NOT_DEGENERATE``.
 
     ``own_row`` (R,) bool marks the rows the answer's author wrote: every row of a whole plan, the agent's
     own job of a multi-agent answer (the given parts are not the agent's doing). ``is_agent_plan`` (P,):
-    an agent that leaves its own job idle abstains, which is no degenerate strategy (the others' jobs run)."""
+    an agent that leaves its own job idle abstains, which is no degenerate strategy (the others' jobs run).
+    ``copied`` (P,) bool: the answer's own plan copies the prompt's example (``copies_example``)."""
     num_plans = len(scored.plan_reasons)
     rows, plan_of_row = scored.rows, scored.plan_of_row
 
@@ -65,17 +86,16 @@ def degenerate_plans(scored: ScoredBatch, own_row: np.ndarray, is_agent_plan: np
     wide = placed & (rows.precision.min(axis=1) < FP8)
     lowest_everywhere = any_row(placed) & ~any_row(wide)
     nothing_runs = scored.valid & ~is_agent_plan & ~any_row(scored.results.status == OK)
-    names_ids = np.array([_names_ids(reasons) for reasons in scored.plan_reasons], dtype=bool)
+    names_ids = np.array(
+        [any(reason.code in _JOB_ID_CODES for reason in reasons) for reasons in scored.plan_reasons],
+        dtype=bool,
+    )
     rule = np.full(num_plans, NOT_DEGENERATE, dtype=np.int64)
     for code, fired in (
         (NOTHING_RUNS, nothing_runs),
         (LOWEST_PRECISION_EVERYWHERE, lowest_everywhere),
         (INVENTED_OR_DUPLICATE_ID, names_ids),
+        (COPIED_EXAMPLE, copied),
     ):  # the last assignment wins: the most specific rule is reported
         rule[fired] = code
     return rule
-
-
-def _names_ids(reasons: list[str]) -> bool:
-    """Whether some reason is an invented or duplicated job id."""
-    return any(reason.startswith(_ID_REASONS) for reason in reasons)

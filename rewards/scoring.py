@@ -36,10 +36,8 @@ from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
 from fleet_rl.scenario import Scenario
 from rewards.copied_example import copies_example
-from rewards.ird import COPIED_EXAMPLE as IRD_COPIED_EXAMPLE
-from rewards.ird import NOT_DEGENERATE, degenerate_plans
-from rewards.ird import SEVERAL_PLANS as IRD_SEVERAL_PLANS
-from rewards.parsing import SEVERAL_PLANS, ParseResult, completion_text, parse_plan
+from rewards.ird import NOT_DEGENERATE, answer_rules, degenerate_plans
+from rewards.parsing import ParseResult, completion_text, parse_plan
 
 __all__ = ["GroupScores", "best_response_value", "given_plan_from", "scenario_from_json", "score_completions"]
 
@@ -205,16 +203,10 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         ]
     else:
         parsed = list(map(parse_plan, texts))
-    index, several = [], []
-    for i, result in enumerate(parsed):
-        if result.plan is not None:
-            index.append(i)
-        elif result.error == SEVERAL_PLANS:
-            several.append(i)
+    index = [i for i, result in enumerate(parsed) if result.plan is not None]
     is_agent = np.fromiter(map(bool, agents), dtype=bool, count=size)
     has_plan = np.zeros(size, dtype=bool)
-    ird_rule = np.full(size, NOT_DEGENERATE, dtype=np.int64)
-    ird_rule[several] = IRD_SEVERAL_PLANS
+    plan_rules = np.empty(0, dtype=np.int64)  # the IRD rule of each parsed plan (rewards/ird.py)
     zeros = np.zeros(size)
     valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
     runs_share, progress, score, objective = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
@@ -222,13 +214,13 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
     if index:
         with_plan = np.array(index)
         has_plan[with_plan] = True
-        plans, copied = [], []
+        plans = []
         add_plan = plans.append
+        copied = np.zeros(len(index), dtype=bool)
         previous, given_plan = _NOTHING, None
         for k, i in enumerate(index):
             plan = parsed[i].plan
-            if copies_example(plan, scenarios[i], solved[i].optimal_plan):
-                copied.append(k)
+            copied[k] = copies_example(plan, scenarios[i], solved[i].optimal_plan)
             if agents[i]:
                 if given[i] is not previous and given[i] != previous:  # adjacent rows share their parts
                     previous, given_plan = given[i], given_plan_from(given[i])
@@ -241,9 +233,7 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         objective[with_plan] = scored.objective
         runs_share[with_plan], progress[with_plan] = judged.runs_share, judged.progress
         feasible[with_plan], score[with_plan] = judged.feasible, judged.score
-        rule = degenerate_plans(scored, judged.own_row, is_agent[with_plan])
-        rule[copied] = IRD_COPIED_EXAMPLE
-        ird_rule[with_plan] = rule
+        plan_rules = degenerate_plans(scored, judged.own_row, is_agent[with_plan], copied)
     return GroupScores(
         parsed=parsed,
         scenarios=scenarios,
@@ -256,7 +246,7 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         feasible=feasible,
         score=score,
         objective=objective,
-        ird_rule=ird_rule,
+        ird_rule=answer_rules(parsed, plan_rules),
         status_counts=status_counts,
     )
 

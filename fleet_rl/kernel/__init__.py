@@ -1,7 +1,7 @@
 """The Agentic Kernel: a physically grounded, vectorised GPU-cluster simulator with an exact optimum.
 
     from fleet_rl.kernel import evaluate, evaluate_batch, solve
-    ev = evaluate(scenario, plan_dict)   # never raises on a bad plan
+    ev = evaluate(scenario, plan_dict)   # never raises on a bad plan; ev.reasons, ev.reason_codes
     best = solve(scenario)               # best.plan, best.score == 1.0
 
 The physics and its simplifications are described in ``fleet_rl/kernel/simulate.py``; constants and their
@@ -10,5 +10,6 @@ sources in ``fleet_rl/kernel/constants.py``; the exactness argument of the solve
 
 from fleet_rl.kernel.evaluate import evaluate, evaluate_batch, solve
 from fleet_rl.kernel.evaluation import Evaluation, JobResult
+from fleet_rl.kernel.reasons import ReasonCode
 
-__all__ = ["Evaluation", "JobResult", "evaluate", "evaluate_batch", "solve"]
+__all__ = ["Evaluation", "JobResult", "ReasonCode", "evaluate", "evaluate_batch", "solve"]

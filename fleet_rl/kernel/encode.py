@@ -1,8 +1,8 @@
-"""Turn plan objects (dicts, JSON text, ``Plan`` structs, or garbage) into ``PlanRows`` plus reason codes.
+"""Turn plan objects (dicts, JSON text, ``Plan`` structs, or garbage) into ``PlanRows`` plus reasons.
 
 This is the only per-plan Python in the kernel: strict schema validation by msgspec, then consistency with
 the scenario (known and unique job ids, TP dividing the GPU count, the cluster not over-allocated).
-It never raises on a bad plan; it records reasons as ``"code: human text"`` strings.
+It never raises on a bad plan; it records why as ``Reason``s (a ``ReasonCode`` and human text).
 
 ``encode_plans`` encodes a batch in one loop (``score_batch`` uses it; ``encode_plan`` is the one-plan
 form). A ``Plan`` struct (what the reward parser produces) is taken as is; each row is one tuple of small
@@ -19,6 +19,7 @@ import msgspec
 import numpy as np
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.kernel.reasons import Reason, ReasonCode
 from fleet_rl.kernel.simulate import PlanRows
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
 
@@ -93,7 +94,7 @@ class RowBuffer:
         )
 
 
-def parse_plan_object(plan: object) -> tuple[Plan | None, str | None]:
+def parse_plan_object(plan: object) -> tuple[Plan | None, Reason | None]:
     """A ``Plan`` from a struct, JSON text or decoded JSON; ``(None, reason)`` when it is not one."""
     if isinstance(plan, Plan):
         return plan, None
@@ -101,13 +102,11 @@ def parse_plan_object(plan: object) -> tuple[Plan | None, str | None]:
         if isinstance(plan, (str, bytes, bytearray)):
             return plan_from_json(bytes(plan) if isinstance(plan, bytearray) else plan), None
         if not isinstance(plan, dict):
-            return (
-                None,
-                f"not_an_object: a plan is a JSON object with a 'jobs' list, got {type(plan).__name__}",
-            )
+            text = f"a plan is a JSON object with a 'jobs' list, got {type(plan).__name__}"
+            return None, Reason(ReasonCode.NOT_AN_OBJECT, text)
         return plan_from_object(plan), None
     except _PARSE_ERRORS as error:
-        return None, f"schema: {str(error)[:300]}"
+        return None, Reason(ReasonCode.SCHEMA, str(error)[:300])
 
 
 class ScenarioIndex(NamedTuple):
@@ -125,7 +124,7 @@ def encode_plan(
     gpu_count: int,
     default_kv: list[int],
     buffer: RowBuffer,
-) -> list[str]:
+) -> list[Reason]:
     """Append one row per scenario job (in scenario order) to ``buffer``; return the plan-level reasons.
 
     ``job_index`` maps the scenario's job ids to 0..J-1; rows refer to table index ``job_offset + i``.
@@ -136,14 +135,14 @@ def encode_plan(
 
 def encode_plans(
     plans: Sequence[object], scenarios: Sequence, job_offsets: Sequence[int], buffer: RowBuffer
-) -> list[list[str]]:
+) -> list[list[Reason]]:
     """``encode_plan`` for ``plans[i]`` against ``scenarios[i]`` (a ``ScenarioIndex`` or ``SolvedScenario``)
     with rows at ``job_offsets[i]``, in one loop; the reasons of each plan."""
     extend = buffer.data.extend
     add_shift, add_count = buffer.shifts.append, buffer.counts.append
     row = len(buffer.data) // _ROW_WIDTH
     code = PRECISION_CODE
-    out: list[list[str]] = []
+    out: list[list[Reason]] = []
     for plan, scenario, job_offset in zip(plans, scenarios, job_offsets, strict=True):
         job_index, default_kv = scenario.job_index, scenario.default_kv
         num_jobs = len(job_index)
@@ -160,13 +159,14 @@ def encode_plans(
                 out.append([reason])
                 continue
         entries: list = [None] * num_jobs
-        reasons: list[str] = []
+        reasons: list[Reason] = []
         for job_plan in parsed.jobs:
             index = job_index.get(job_plan.id)
             if index is None:
-                reasons.append(f"unknown_job: '{job_plan.id[:64]}' is not a job of this scenario")
+                text = f"'{job_plan.id[:64]}' is not a job of this scenario"
+                reasons.append(Reason(ReasonCode.UNKNOWN_JOB, text))
             elif entries[index] is not None:
-                reasons.append(f"duplicate_job: '{job_plan.id}' appears more than once")
+                reasons.append(Reason(ReasonCode.DUPLICATE_JOB, f"'{job_plan.id}' appears more than once"))
             else:
                 entries[index] = job_plan
         total_gpus = 0
@@ -183,10 +183,8 @@ def encode_plans(
             total_gpus += gpus
             mismatch = gpus > 0 and gpus % tp != 0
             if mismatch:
-                reasons.append(
-                    f"tp_mismatch: job '{entry.id}' has tensor_parallel {tp}, "
-                    f"which does not divide gpus {gpus}"
-                )
+                text = f"job '{entry.id}' has tensor_parallel {tp}, which does not divide gpus {gpus}"
+                reasons.append(Reason(ReasonCode.TP_MISMATCH, text))
             extend(
                 (
                     gpus,
@@ -203,8 +201,7 @@ def encode_plans(
                 )
             )
         if total_gpus > scenario.gpu_count:
-            reasons.append(
-                f"over_allocated: the plan uses {total_gpus} GPUs, the cluster has {scenario.gpu_count}"
-            )
+            text = f"the plan uses {total_gpus} GPUs, the cluster has {scenario.gpu_count}"
+            reasons.append(Reason(ReasonCode.OVER_ALLOCATED, text))
         out.append(reasons)
     return out

@@ -20,7 +20,7 @@ import operator
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from fleet_rl.kernel.constants import (
 from fleet_rl.kernel.encode import RowBuffer, encode_plans
 from fleet_rl.kernel.evaluation import Evaluation, JobResult
 from fleet_rl.kernel.job_table import JobTable
+from fleet_rl.kernel.reasons import Reason, ReasonCode
 from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 
@@ -54,7 +55,7 @@ class ScoredBatch:
     objective: np.ndarray  # (P,)
     valid: np.ndarray  # (P,) bool
     score: np.ndarray  # (P,)
-    plan_reasons: list[list[str]]
+    plan_reasons: list[list[Reason]]  # per plan: why it is invalid (empty when valid)
     plan_of_row: np.ndarray  # (R,) the plan each row belongs to
     plan_sizes: np.ndarray  # (P,) rows (scenario jobs) of each plan
     # the distinct scenarios, in job-table order: rows.job indexes their jobs, one scenario after another
@@ -242,8 +243,8 @@ def _simulate_in_arena(distinct: list[SolvedScenario], rows: PlanRows) -> tuple[
     return results, job_values(arena.table, rows, results, arena.reference)
 
 
-def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: str) -> str | None:
-    """Why a job is not ok, as "code: text" (None when ok or invalid, whose reason is plan-level)."""
+def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: str) -> Reason | None:
+    """Why a job is not ok (None when ok or invalid, whose reason is plan-level)."""
     status = int(scored.results.status[row])
     table, rows = scored.table, scored.rows
     j = int(rows.job[row])
@@ -251,26 +252,28 @@ def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: s
     if status in (OK, INVALID):
         return None
     if status == UNALLOCATED:
-        return f"unallocated: job '{job_id}' has no GPUs"
+        return Reason(ReasonCode.UNALLOCATED, f"job '{job_id}' has no GPUs")
     if status == OOM:
         need = scored.results.memory_per_gpu_bytes[row] / 1e9
         have = table.memory_capacity_bytes[j] / 1e9
-        return f"oom: job '{job_id}' needs {need:.1f} GB per GPU, a {gpu} has {have:.1f} GB"
+        text = f"job '{job_id}' needs {need:.1f} GB per GPU, a {gpu} has {have:.1f} GB"
+        return Reason(ReasonCode.OOM, text)
     precision = [PRECISIONS[int(code)] for code in rows.precision[row]]
     kind = int(table.kind[j])
     if status == UNSUPPORTED:
         missing = sorted({p for p in precision if not table.supported[j, PRECISIONS.index(p)]})
         if kind == TRAIN and (rows.precision[row] >= INT8).any():
-            return f"unsupported: job '{job_id}' trains weights in a weight-only integer format"
+            text = f"job '{job_id}' trains weights in a weight-only integer format"
+            return Reason(ReasonCode.UNSUPPORTED, text)
         if missing:
-            return f"unsupported: the {gpu} has no native {', '.join(missing)} (job '{job_id}')"
+            text = f"the {gpu} has no native {', '.join(missing)} (job '{job_id}')"
+            return Reason(ReasonCode.UNSUPPORTED, text)
         if int(table.num_heads[j]) % int(rows.tensor_parallel[row]):
             heads, tp = int(table.num_heads[j]), int(rows.tensor_parallel[row])
-            return (
-                f"unsupported: job '{job_id}' cannot split {heads} attention heads over tensor_parallel {tp}"
-            )
+            text = f"job '{job_id}' cannot split {heads} attention heads over tensor_parallel {tp}"
+            return Reason(ReasonCode.UNSUPPORTED, text)
         kv = PRECISIONS[int(rows.kv_cache[row])]
-        return f"unsupported: the {gpu} has no native {kv} KV cache (job '{job_id}')"
+        return Reason(ReasonCode.UNSUPPORTED, f"the {gpu} has no native {kv} KV cache (job '{job_id}')")
     unstable_groups = [
         group
         for k, group in enumerate(MODULE_GROUPS)
@@ -280,12 +283,11 @@ def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: s
         names = ", ".join(f"{g}={precision[MODULE_GROUPS.index(g)]}" for g in unstable_groups)
         fp8_training = kind == TRAIN and FP8 in rows.precision[row]
         hint = " (fp8 is for attention/mlp GEMMs only)" if fp8_training else ""
-        return f"unstable: job '{job_id}' diverges with {names}{hint}"
+        return Reason(ReasonCode.UNSTABLE, f"job '{job_id}' diverges with {names}{hint}")
     loss = scored.results.quality_loss[row]
-    return (
-        f"unstable: job '{job_id}' loses {loss:.2%} quality, over its max_quality_loss "
-        f"{table.max_quality_loss[j]:.2%}"
-    )
+    tolerance = table.max_quality_loss[j]
+    text = f"job '{job_id}' loses {loss:.2%} quality, over its max_quality_loss {tolerance:.2%}"
+    return Reason(ReasonCode.UNSTABLE, text)
 
 
 def _evaluations(solved_list: Sequence[SolvedScenario], scored: ScoredBatch) -> list[Evaluation]:
@@ -319,9 +321,10 @@ def _evaluations(solved_list: Sequence[SolvedScenario], scored: ScoredBatch) -> 
                 score=float(scored.score[i]),
                 objective=float(scored.objective[i]),
                 valid=bool(scored.valid[i]),
-                reasons=reasons,
+                reasons=[str(reason) for reason in reasons],
                 jobs=jobs,
                 optimal_objective=float(solved.optimal_objective),
+                reason_codes=[reason.code for reason in reasons],
             )
         )
     return out
@@ -355,13 +358,4 @@ def evaluate_batch(scenarios_or_one, plans: Sequence[object]) -> list[Evaluation
 def solve(scenario) -> Evaluation:
     """The exact optimum: an ``Evaluation`` of the best plan, with ``.plan`` set and ``.score == 1.0``."""
     solved = solve_scenario(scenario)
-    evaluation = evaluate(scenario, solved.optimal_plan)
-    return Evaluation(
-        score=evaluation.score,
-        objective=evaluation.objective,
-        valid=evaluation.valid,
-        reasons=evaluation.reasons,
-        jobs=evaluation.jobs,
-        optimal_objective=evaluation.optimal_objective,
-        plan=solved.optimal_plan,
-    )
+    return replace(evaluate(scenario, solved.optimal_plan), plan=solved.optimal_plan)

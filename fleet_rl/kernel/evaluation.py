@@ -1,12 +1,15 @@
 """The kernel's verdict on a plan: ``Evaluation`` (whole plan) and ``JobResult`` (one job).
 
 This API is public (DESIGN.md §3): tools outside the repo read ``score``, ``objective``, ``valid``,
-``reasons`` and the per-job fields, so names and meanings stay stable.
+``reasons`` and the per-job fields, so names and meanings stay stable. ``reason_codes`` gives the code of
+each reason (``fleet_rl/kernel/reasons.py``), so a tool can test a code instead of a string prefix.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+
+from fleet_rl.kernel.reasons import ReasonCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,7 @@ class Evaluation:
     jobs: list[JobResult] = field(default_factory=list)  # in scenario order
     optimal_objective: float = 0.0
     plan: dict | None = None  # the plan as a dict (set by ``solve``; ``None`` from ``evaluate``)
+    reason_codes: list[ReasonCode] = field(default_factory=list)  # the code of each of ``reasons``, in order
 
     @property
     def statuses(self) -> dict[str, str]:

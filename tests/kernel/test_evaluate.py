@@ -11,6 +11,7 @@ from conftest import ALL_BF16, job_plan, one_job
 from fleet_rl import Scenario, make_scenario
 from fleet_rl.catalog import GPUS, MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel import evaluate, evaluate_batch, solve
+from fleet_rl.kernel.reasons import ReasonCode
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
 
 GARBAGE = [
@@ -106,7 +107,32 @@ def test_reason_codes_are_precise(two_job_scenario):
         },
     }
     for code, plan in codes.items():
-        assert evaluate(two_job_scenario, plan).reasons[0].startswith(code + ":"), code
+        result = evaluate(two_job_scenario, plan)
+        assert result.reasons[0].startswith(code + ":"), code
+        assert result.reason_codes[0] is ReasonCode(code), code
+
+
+def test_every_reason_text_starts_with_its_code():
+    rng = random.Random(3)
+    seen = set()
+    for task in ("easy", "medium", "hard", "multiagent"):
+        for seed in range(3):
+            scenario = make_scenario(task, seed)
+            plans = [random_plan(scenario, rng) for _ in range(30)] + GARBAGE
+            for result in evaluate_batch(scenario, plans):
+                assert len(result.reason_codes) == len(result.reasons)
+                for code, reason in zip(result.reason_codes, result.reasons, strict=True):
+                    assert isinstance(code, ReasonCode) and reason.startswith(f"{code}: "), reason
+                    seen.add(code)
+    # plan-level codes from the garbage, job-level ones (a job's status) from the random plans
+    assert {ReasonCode.SCHEMA, ReasonCode.NOT_AN_OBJECT, ReasonCode.OOM, ReasonCode.UNALLOCATED} <= seen
+
+
+def test_job_reason_codes_name_the_job_status():
+    scenario = one_job("l4", "llama-3.1-70b", "serve", count=8, seq_len=2048, batch_size=4)
+    result = evaluate(scenario, job_plan(gpus=1, tp=1))
+    assert result.reason_codes == [ReasonCode.OOM] and result.jobs[0].status == ReasonCode.OOM
+    assert json.loads(json.dumps(result.to_dict()))["reason_codes"] == ["oom"]
 
 
 def test_json_text_and_dict_give_the_same_result(two_job_scenario):

@@ -76,29 +76,46 @@ def test_reward_rises_with_the_kernel_score_among_feasible_plans():
 
 
 @pytest.mark.parametrize(
-    ("completion", "why"),
+    ("completion", "rule", "why"),
     [
-        (json.dumps(OPTIMAL) + "\n" + json.dumps(CONSERVATIVE), "two plans in one answer: hedging"),
-        (json.dumps({"jobs": [*OPTIMAL["jobs"], {**OPTIMAL["jobs"][0], "id": "ghost"}]}), "invented job id"),
-        (json.dumps({"jobs": [OPTIMAL["jobs"][0], OPTIMAL["jobs"][0]]}), "duplicated job id"),
+        (
+            json.dumps(OPTIMAL) + "\n" + json.dumps(CONSERVATIVE),
+            "several_plans",
+            "two plans in one answer: hedging",
+        ),
+        (
+            json.dumps({"jobs": [*OPTIMAL["jobs"], {**OPTIMAL["jobs"][0], "id": "ghost"}]}),
+            "invented_or_duplicate_id",
+            "invented job id",
+        ),
+        (
+            json.dumps({"jobs": [OPTIMAL["jobs"][0], OPTIMAL["jobs"][0]]}),
+            "invented_or_duplicate_id",
+            "duplicated job id",
+        ),
         (
             json.dumps({"jobs": [{**job, "precision": LOWEST} for job in OPTIMAL["jobs"]]}),
+            "lowest_precision_everywhere",
             "all lowest formats",
         ),
         (
             format_answer(example_plan()),
+            "invented_or_duplicate_id",
             "the prompt's worked example copied verbatim (its ids are invented here)",
         ),
         (
             json.dumps(
                 {"jobs": [{**part, "id": i} for part, i in zip(EXAMPLE_JOBS, ("chat", "tune"), strict=True)]}
             ),
+            "copied_example",
             "the worked example's answer under this scenario's ids",
         ),
     ],
 )
-def test_degenerate_strategies_get_exactly_the_ird_reward(completion, why):
-    assert reward(completion) == [IRD_REWARD], why
+def test_degenerate_strategies_get_exactly_the_ird_reward(completion, rule, why):
+    columns = {}
+    assert reward(completion, log_extra=columns.__setitem__) == [IRD_REWARD], why
+    assert columns["ird"] == [rule], why
 
 
 def test_idling_a_job_the_optimum_runs_ranks_above_crashing_it_and_below_every_feasible_plan():
