@@ -44,7 +44,7 @@ import numpy as np
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel import evaluate, evaluate_batch, solve
-from fleet_rl.kernel.evaluate import score_batch
+from fleet_rl.kernel.batch_scoring import score_batch
 from fleet_rl.kernel.simulate import job_values, simulate
 from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.multiagent import agent_request

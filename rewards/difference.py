@@ -25,7 +25,7 @@ import functools
 import msgspec
 import numpy as np
 
-from fleet_rl.kernel.evaluate import score_batch
+from fleet_rl.kernel.batch_scoring import score_batch
 from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.scenario import Scenario
 from rewards.scoring import best_response_value, given_plan_from, score_completions

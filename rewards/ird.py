@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fleet_rl.kernel.batch_scoring import ScoredBatch
 from fleet_rl.kernel.constants import FP8, OK
-from fleet_rl.kernel.evaluate import ScoredBatch
 from fleet_rl.kernel.reasons import ReasonCode
 from rewards.parsing import SEVERAL_PLANS as PARSED_SEVERAL_PLANS
 from rewards.parsing import ParseResult

@@ -29,8 +29,8 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
+from fleet_rl.kernel.batch_scoring import ScoredBatch, score_batch
 from fleet_rl.kernel.constants import OK, STATUSES
-from fleet_rl.kernel.evaluate import ScoredBatch, score_batch
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object

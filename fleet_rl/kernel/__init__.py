@@ -8,8 +8,8 @@ The physics and its simplifications are described in ``fleet_rl/kernel/simulate.
 sources in ``fleet_rl/kernel/constants.py``; the exactness argument of the solver in ``solver.py``.
 """
 
-from fleet_rl.kernel.evaluate import evaluate, evaluate_batch, solve
-from fleet_rl.kernel.evaluation import Evaluation, JobResult
+from fleet_rl.kernel.batch_scoring import evaluate, evaluate_batch, solve
 from fleet_rl.kernel.reasons import ReasonCode
+from fleet_rl.kernel.results import Evaluation, JobResult
 
 __all__ = ["Evaluation", "JobResult", "ReasonCode", "evaluate", "evaluate_batch", "solve"]

@@ -1,7 +1,7 @@
 """Why the kernel rejects a plan or a job does not run: a typed ``ReasonCode`` with the text a user reads.
 
 The encoder (``encode.py``) gives the plan-level reasons, any of which makes a plan invalid; batch scoring
-(``evaluate.py``) adds one reason per job that does not run, named after its status. ``Evaluation``
+(``batch_scoring.py``) adds one reason per job that does not run, named after its status. ``Evaluation``
 carries both forms in the same order: ``reasons`` the strings ``"code: human text"`` (``str(reason)``), for
 people and for tools that read them, and ``reason_codes`` the codes, so code tests a code and never a string
 prefix (``rewards/ird.py``).

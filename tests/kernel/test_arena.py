@@ -1,4 +1,4 @@
-"""``score_batch`` simulates against an arena of job tables (``fleet_rl/kernel/evaluate.py``): the same
+"""``score_batch`` simulates against an arena of job tables (``fleet_rl/kernel/batch_scoring.py``): the same
 results as against the batch's stacked tables, while slots are handed out, freed with their scenarios and
 reused, and while the arena grows."""
 
@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import importlib
 import random
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from fleet_rl import bench
+from fleet_rl.kernel import batch_scoring
 from fleet_rl.kernel.job_table import JobTable
 from fleet_rl.kernel.simulate import RowResults, job_values, simulate
 from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.scenario_generator import make_scenario
-
-kernel_evaluate = importlib.import_module("fleet_rl.kernel.evaluate")  # the package re-exports a function
 
 
 def uncached(task: str, seed: int):
@@ -34,7 +32,7 @@ def plans_for(solved_list, rng: random.Random) -> list:
 
 
 def assert_matches_stacked_tables(solved_list, plans) -> None:
-    scored = kernel_evaluate.score_batch(solved_list, plans)
+    scored = batch_scoring.score_batch(solved_list, plans)
     table = JobTable.concatenate([solved.table for solved in scored.solved])
     reference = np.concatenate([solved.reference_tokens_per_s for solved in scored.solved])
     results = simulate(table, scored.rows)
@@ -55,7 +53,7 @@ def assert_same(actual: np.ndarray, expected: np.ndarray, name: str) -> None:
 def test_slots_are_freed_with_their_scenarios_and_reused():
     rng = random.Random(0)
     kept = [uncached("hard", seed) for seed in range(3)]
-    arena, _ = kernel_evaluate._placed(kept[0])
+    arena, _ = batch_scoring._placed(kept[0])
     used = []
     for _ in range(4):  # new SolvedScenario objects each round (with the same numbers of jobs)
         batch = [uncached(task, seed) for task in ("medium", "multiagent") for seed in range(1000, 1004)]
@@ -73,7 +71,7 @@ def test_growing_keeps_the_scenarios_already_placed():
     rng = random.Random(1)
     first = [uncached("hard", 2000 + s) for s in range(2)]
     assert_matches_stacked_tables(first, plans_for(first, rng))
-    arena, _ = kernel_evaluate._placed(first[0])
+    arena, _ = batch_scoring._placed(first[0])
     capacity = arena.capacity
     many = [uncached("hard", 2100 + s) for s in range(capacity // 3 + 1)]  # more jobs than the free slots
     assert_matches_stacked_tables(many, plans_for(many, rng))
@@ -89,7 +87,7 @@ def test_tables_of_another_layout_are_stacked_instead():
     odd = dataclasses.replace(solved, table=dataclasses.replace(table, tdp_w=table.tdp_w.astype(np.int64)))
     mixed = [solved, odd, solved]
     assert_matches_stacked_tables(mixed, plans_for(mixed, rng))
-    scored = kernel_evaluate.score_batch(mixed, [solved.optimal_plan] * 3)
+    scored = batch_scoring.score_batch(mixed, [solved.optimal_plan] * 3)
     assert scored.objective[0] == scored.objective[1] == scored.objective[2] == solved.optimal_objective
 
 

@@ -9,7 +9,6 @@ issue #9, which changed what the pass computes: tests/rewards/test_reward_proper
 
 from __future__ import annotations
 
-import importlib
 import json
 import random
 
@@ -19,6 +18,7 @@ import pytest
 import rewards.scoring as scoring
 from fleet_rl import bench
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.kernel import batch_scoring
 from fleet_rl.kernel.encode import RowBuffer, encode_plan, encode_plans, parse_plan_object
 from fleet_rl.kernel.job_table import JobTable
 from fleet_rl.kernel.simulate import PlanRows, job_values, simulate
@@ -29,8 +29,6 @@ from fleet_rl.scenario_generator import make_scenario
 from rewards import fleet_reward
 from rewards.copied_example import copies_example
 from rewards.parsing import parse_plan
-
-kernel_evaluate = importlib.import_module("fleet_rl.kernel.evaluate")  # the package re-exports a function
 
 # --- The replaced code, verbatim but for names
 
@@ -188,7 +186,7 @@ def test_score_batch_matches_the_original(batches):
         # other plan forms score_batch accepts: dicts, JSON text, garbage
         for k in rng.sample(range(len(plans)), 6):
             plans[k] = rng.choice([json.dumps(solved[k].optimal_plan), solved[k].optimal_plan, None, "{", 7])
-        scored = kernel_evaluate.score_batch(solved, plans)
+        scored = batch_scoring.score_batch(solved, plans)
         expected = reference_score_batch(solved, plans)
         assert [list(map(str, reasons)) for reasons in scored.plan_reasons] == expected["plan_reasons"]
         for name in PlanRows.__dataclass_fields__:
@@ -208,7 +206,7 @@ def test_stacked_tables_equal_job_table_concatenate(count):
         for task in ("easy", "hard", "multiagent")
     ][:count]
     tables.append(tables[0])  # a table twice
-    stacked = kernel_evaluate._concatenate(tables)
+    stacked = batch_scoring._concatenate(tables)
     expected = JobTable.concatenate(tables)
     for name in JobTable.__dataclass_fields__:
         assert_same_array(getattr(stacked, name), getattr(expected, name), name)

@@ -1,4 +1,6 @@
-"""Public scoring entry points: ``evaluate`` (one plan), ``evaluate_batch`` (many) and ``solve``.
+"""Batch scoring: ``score_batch`` (plans against their solved scenarios, as arrays: ``ScoredBatch``) and the
+public entry points built on it, ``evaluate`` (one plan), ``evaluate_batch`` (many) and ``solve``, which turn
+its arrays into ``Evaluation`` objects (``results.py``).
 
 Both scoring paths encode plans to rows, run one vectorised ``simulate`` and one ``job_values``, and sum
 job values per plan with ``np.bincount``, so a plan gets bit-identical results alone or in a batch.
@@ -38,9 +40,9 @@ from fleet_rl.kernel.constants import (
     UNSUPPORTED,
 )
 from fleet_rl.kernel.encode import RowBuffer, encode_plans
-from fleet_rl.kernel.evaluation import Evaluation, JobResult
 from fleet_rl.kernel.job_table import JobTable
 from fleet_rl.kernel.reasons import Reason, ReasonCode
+from fleet_rl.kernel.results import Evaluation, JobResult
 from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
 
