@@ -345,7 +345,7 @@ def _git() -> dict:
 def _cpu() -> dict:
     import torch
 
-    from fleet_rl.bench import cpu_model
+    from benchmarks.machine import cpu_model
 
     return {"model": cpu_model(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads()}
 

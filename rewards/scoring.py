@@ -10,7 +10,7 @@ Per-row inputs (TRL passes dataset columns as lists, one item per completion):
 - ``agent`` (optional column): the job id a multi-agent prompt asked for, ``""``/None for whole plans;
 - ``given_plan`` (optional column): the other jobs' parts as plan JSON (or a dict), for multi-agent rows.
 
-Cost (``python -m fleet_rl.bench`` reports it as the ``reward`` section): per completion, the parse
+Cost (``python benchmarks/speed.py`` reports it as the ``reward`` section): per completion, the parse
 (``rewards/parsing.py``, usually one typed msgspec decode) and one row per scenario job in the kernel's
 encoder; per call, a fixed number of numpy passes over all rows (against the kernel's arena of job tables:
 none is stacked per call). Each distinct scenario of a call is decoded and solved once, looked up by its

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from fleet_rl import bench
+from benchmarks import speed
 from fleet_rl.kernel import batch_scoring
 from fleet_rl.kernel.job_table import JobTable
 from fleet_rl.kernel.simulate import RowResults, job_values, simulate
@@ -26,7 +26,7 @@ def uncached(task: str, seed: int):
 
 def plans_for(solved_list, rng: random.Random) -> list:
     return [
-        solved.optimal_plan if rng.random() < 0.3 else bench.perturbed_plan(solved.optimal_plan, rng)
+        solved.optimal_plan if rng.random() < 0.3 else speed.perturbed_plan(solved.optimal_plan, rng)
         for solved in solved_list
     ]
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import rewards.scoring as scoring
-from fleet_rl import bench
+from benchmarks import speed
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel import batch_scoring
 from fleet_rl.kernel.encode import RowBuffer, encode_plan, encode_plans, parse_plan_object
@@ -138,7 +138,7 @@ def assert_same_array(actual: np.ndarray, expected: np.ndarray, name: str) -> No
 
 @pytest.fixture(scope="module")
 def batches():
-    calls, _, _ = bench.reward_batches(12, seed=5)
+    calls, _, _ = speed.reward_batches(12, seed=5)
     return calls
 
 
@@ -165,7 +165,6 @@ def test_copied_example_is_still_caught():
 
 def test_cache_key_keeps_the_one_entry_cache_working(batches):
     completions, scenario_column, kwargs = batches[0]
-    scoring._last = None
     first = scoring.score_completions(completions, scenario_column, **kwargs)
     assert scoring.score_completions(list(completions), list(scenario_column), **kwargs) is first
     assert scoring.score_completions(completions[:-1], scenario_column[:-1]) is not first

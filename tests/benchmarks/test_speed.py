@@ -1,14 +1,16 @@
-"""The benchmark command runs and reports every field the README quotes."""
+"""benchmarks/speed.py runs and reports every field the README quotes."""
 
 from __future__ import annotations
 
 import json
 
-from fleet_rl import bench
+import pytest
+
+from benchmarks import speed
 
 
-def test_bench_quick_prints_one_json_object(capsys):
-    bench.main(["--json", "--quick", "--plans", "2000"])
+def test_quick_run_prints_one_json_object(capsys):
+    speed.main(["--json", "--quick", "--plans", "2000"])
     result = json.loads(capsys.readouterr().out)
     for key in (
         "json_loads_plans_per_s",
@@ -36,3 +38,11 @@ def test_bench_quick_prints_one_json_object(capsys):
         assert key in reward
     assert reward["completions"] == 20 * reward["completions_per_call"] == 20 * 128
     assert reward["reward_completions_per_s"] > 0 and reward["json_loads_per_s"] > 0
+
+
+def test_the_reward_benchmark_needs_two_calls_in_a_row_that_differ(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        speed.main(["--quick", "--reward-calls", "1"])
+    assert exit_info.value.code == 2 and "at least 2" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="at least 2 calls"):
+        speed.reward_run(1)

@@ -1,7 +1,7 @@
-"""Benchmark of the Agentic Kernel; prints one JSON object measured in one run.
+"""Speed benchmark of the Agentic Kernel and the reward; prints one JSON object measured in one run.
 
-    python -m fleet_rl.bench --json            # full run (~1-2 minutes on 2 cores)
-    python -m fleet_rl.bench --json --quick    # smaller sizes, for a smoke test
+    python benchmarks/speed.py --json            # full run (~1-2 minutes on 2 cores)
+    python benchmarks/speed.py --json --quick    # smaller sizes, for a smoke test
 
 Reported (all rates per second, on one core, in this process):
 - ``json_loads_plans_per_s``: ``json.loads`` of the plans' JSON text, the reference rate.
@@ -18,10 +18,11 @@ Reported (all rates per second, on one core, in this process):
   job's part). Completions mix a ```json fence after a sentence of prose, ``<think>…</think>`` then bare or
   fenced JSON, bare JSON, optimal and perturbed plans in three JSON layouts, and about 23 % failures
   (wrong-case enums, truncated JSON, prose only, two plans); one call in four gets TRL conversational
-  message lists. Every timed call gets new completions as new string objects, and the one-entry cache of
-  ``rewards/scoring.py`` is cleared before it, so nothing is reused between calls but the per-scenario
-  caches: an untimed pass first decodes, solves and stacks every scenario of the pool (in training, a
-  scenario's first use costs its cold solve, ``solve_ms``). ``reward_completions_per_s`` and
+  message lists. Every timed call gets new completions as new string objects, and no two calls in a row
+  are the same batch, so the one-entry cache of ``rewards/scoring.py`` never hits (as in training, where
+  each step brings new completions) and nothing is reused between calls but the per-scenario caches: an
+  untimed pass first decodes, solves and stacks every scenario of the pool (in training, a scenario's first
+  use costs its cold solve, ``solve_ms``). ``reward_completions_per_s`` and
   ``reward_us_per_completion`` are the reward's rate (best of two passes); the two measurements alternate
   every 16 calls, so both see the same load on the machine. The baseline ``json_loads_per_s`` is
   ``json.loads`` of **only the JSON payload** each completion contains (the plan text exactly as embedded,
@@ -36,32 +37,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
-from fleet_rl.kernel import evaluate, evaluate_batch, solve
-from fleet_rl.kernel.batch_scoring import score_batch
-from fleet_rl.kernel.simulate import job_values, simulate
-from fleet_rl.kernel.solver import solve_scenario
-from fleet_rl.multiagent import agent_request
-from fleet_rl.plan_schema import MICRO_BATCH_SIZES
-from fleet_rl.scenario_generator import TASKS, make_scenario
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # this checkout's packages, when run as `python benchmarks/speed.py`
 
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` knows."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from benchmarks.machine import cpu_model  # noqa: E402
+from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS  # noqa: E402
+from fleet_rl.kernel import evaluate, evaluate_batch, solve  # noqa: E402
+from fleet_rl.kernel.batch_scoring import score_batch  # noqa: E402
+from fleet_rl.kernel.simulate import job_values, simulate  # noqa: E402
+from fleet_rl.kernel.solver import solve_scenario  # noqa: E402
+from fleet_rl.multiagent import agent_request  # noqa: E402
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES  # noqa: E402
+from fleet_rl.scenario_generator import TASKS, make_scenario  # noqa: E402
 
 
 def perturbed_plan(optimal: dict, rng: random.Random) -> dict:
@@ -212,10 +207,14 @@ def _fresh(batches: list) -> list:
 
 
 def reward_run(num_batches: int, seed: int = 0) -> dict:
-    """The ``reward`` section: ``fleet_reward`` per completion vs ``json.loads`` of the JSON payloads."""
-    import rewards.scoring
+    """The ``reward`` section: ``fleet_reward`` per completion vs ``json.loads`` of the JSON payloads.
+
+    At least two calls: one call timed again right after itself would be answered from the scoring pass's
+    one-entry cache."""
     from rewards import fleet_reward
 
+    if num_batches < 2:
+        raise ValueError(f"the reward benchmark needs at least 2 calls, got {num_batches}")
     batches, payloads, pool_size = reward_batches(num_batches, seed)
 
     def timed_run(chunk: int = 16) -> tuple[float, float]:
@@ -226,7 +225,6 @@ def reward_run(num_batches: int, seed: int = 0) -> dict:
         for first in range(0, len(calls), chunk):
             start = time.perf_counter()
             for completions, scenario_column, kwargs in calls[first : first + chunk]:
-                rewards.scoring._last = None  # each call is new work: no one-entry cache hit
                 fleet_reward(completions, scenario_column, **kwargs)
             middle = time.perf_counter()
             for call_payloads in payloads[first : first + chunk]:
@@ -359,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
         "--reward-calls", type=int, default=None, help="fleet_reward calls of 128 completions (default 400)"
     )
     args = parser.parse_args(argv)
+    if args.reward_calls is not None and args.reward_calls < 2:
+        parser.error("--reward-calls must be at least 2 (a call repeated at once hits the scoring cache)")
     plans = args.plans or (5_000 if args.quick else 200_000)
     result = run(
         num_plans=plans,
