@@ -26,11 +26,10 @@ from trl import TrlParser
 
 from fleet_rl.baselines import BASELINES
 from fleet_rl.prompts import format_answer
-from fleet_rl.scenario import Scenario
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.smollm2 import SmolLM2Error
 from fleet_rl.training.arguments import LOCAL_MODELS
-from fleet_rl.training.dataset import scenario_rows
+from fleet_rl.training.dataset import planner_answer, scenario_rows
 from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_policy, summarise
 
 
@@ -61,28 +60,29 @@ def evaluate_baseline(args: EvalArguments) -> dict:
     """Score a baseline planner's answers on the held-out rows."""
     planner = BASELINES[args.baseline]
     rows = scenario_rows(args.tasks, args.num_scenarios, dataset_seed=args.dataset_seed, split="eval")
-    answers = []
-    for row in rows:
-        plan = planner(Scenario.from_json(row["scenario"]), row["seed"])
-        if row["agent"]:
-            plan = {"jobs": [job for job in plan["jobs"] if job["id"] == row["agent"]]}
-        answers.append(format_answer(plan))
-    return summarise(rows, answers)
+    return summarise(rows, [format_answer(planner_answer(planner, row)) for row in rows])
+
+
+def quantization_config(load_in_4bit: bool):
+    """The base model's ``BitsAndBytesConfig`` (None unless ``load_in_4bit``): what training builds from the
+    QLoRA presets' ``ModelConfig`` (NF4, double quantisation, computing in the presets' dtype, bf16 on a GPU
+    and fp32 on a CPU) through the same TRL helper, ``get_quantization_config``."""
+    import torch
+    from trl import ModelConfig, get_quantization_config
+
+    dtype = "bfloat16" if torch.cuda.is_available() else "float32"
+    qlora = ModelConfig(
+        load_in_4bit=load_in_4bit, bnb_4bit_quant_type="nf4", use_bnb_nested_quant=True, dtype=dtype
+    )
+    return get_quantization_config(qlora)
 
 
 def load_model(args: EvalArguments):
     """(model, tokenizer) from a full model directory or a LoRA adapter directory."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    quantization = None
-    if args.load_in_4bit:
-        quantization = BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type="nf4",
-            bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=torch.bfloat16 if torch.cuda.is_available() else torch.float32,
-        )
+    quantization = quantization_config(args.load_in_4bit)
     placement = {"device_map": "auto"} if torch.cuda.is_available() else {}
     adapter = Path(args.model, "adapter_config.json")
     if adapter.exists():

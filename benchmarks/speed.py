@@ -54,7 +54,7 @@ from fleet_rl.kernel import evaluate, evaluate_batch, solve  # noqa: E402
 from fleet_rl.kernel.batch_scoring import score_batch  # noqa: E402
 from fleet_rl.kernel.simulate import job_values, simulate  # noqa: E402
 from fleet_rl.kernel.solver import solve_scenario  # noqa: E402
-from fleet_rl.multiagent import agent_request  # noqa: E402
+from fleet_rl.multiagent import agent_request, own_part  # noqa: E402
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES  # noqa: E402
 from fleet_rl.scenario_generator import TASKS, make_scenario  # noqa: E402
 
@@ -168,8 +168,7 @@ def reward_batches(
             optimal = solve_scenario(scenario).optimal_plan
             if task == "multiagent":
                 agent, given = agent_request(scenario, 100 + s)
-                answer = {"jobs": [job for job in optimal["jobs"] if job["id"] == agent]}
-                pool.append((scenario.to_json(), answer, agent, json.dumps(given)))
+                pool.append((scenario.to_json(), own_part(optimal, agent), agent, json.dumps(given)))
             else:
                 pool.append((scenario.to_json(), optimal, None, None))
     batches, payloads = [], []

@@ -8,9 +8,10 @@ multi-agent is the request. ``agent_request(scenario, seed)`` picks the agent an
 - the given parts are the optimum's parts for every other job, so the agent's best response is exactly
   its part of the optimum and the merged plan can reach a score of 1.0.
 
-The agent answers ``{"jobs": [<its part>]}``; ``merge_answer`` appends that to the given parts, and the
-merged plan is scored like any plan. An answer that also plans another job repeats a given id, which the
-kernel flags as ``duplicate_job`` (an IRD rule: agents must not rewrite the others' parts).
+The agent answers ``{"jobs": [<its part>]}`` (``own_part`` cuts it from a whole plan, for the planners that
+answer multi-agent rows: baselines, warm-start targets); ``merge_answer`` appends that to the given parts,
+and the merged plan is scored like any plan. An answer that also plans another job repeats a given id,
+which the kernel flags as ``duplicate_job`` (an IRD rule: agents must not rewrite the others' parts).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import random
 from fleet_rl.plan_schema import Plan
 from fleet_rl.scenario import Scenario
 
-__all__ = ["agent_request", "merge_answer"]
+__all__ = ["agent_request", "merge_answer", "own_part"]
 
 
 def agent_request(scenario: Scenario, seed: int) -> tuple[str, dict]:
@@ -38,3 +39,11 @@ def merge_answer(given_plan: Plan, answer: Plan) -> Plan:
     """The joint plan: the given parts, then every part of the agent's answer (repeats are kept, so the
     kernel sees and rejects an answer that rewrites another job)."""
     return Plan(jobs=[*given_plan.jobs, *answer.jobs])
+
+
+def own_part(plan: dict, agent: str | None) -> dict:
+    """What a request answers with, given a whole plan dict: the agent's own part (``{"jobs": [its job's
+    entry]}``), or the whole plan when there is no agent (``""`` or None: a whole-plan request)."""
+    if not agent:
+        return plan
+    return {"jobs": [job for job in plan["jobs"] if job["id"] == agent]}

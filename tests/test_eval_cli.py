@@ -7,6 +7,7 @@ import json
 import pytest
 
 import eval as eval_script
+import train_grpo
 
 
 def test_baseline_report_is_json_with_rates_and_per_task_numbers(tmp_path, capsys):
@@ -93,3 +94,22 @@ def test_local_model_failure_is_one_line(monkeypatch, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         eval_script.main(["--local_model", "smollm2", "--model", str(tmp_path)])
     assert exit_info.value.code == "error: damaged GGUF: reinstall"
+
+
+@pytest.mark.parametrize("load_in_4bit", [True, False])
+def test_quantization_is_what_training_builds_from_the_cpu_qlora_preset(load_in_4bit):
+    import torch
+    from trl import get_quantization_config
+
+    if torch.cuda.is_available():
+        pytest.skip("eval computes in bf16 on a GPU; the CPU preset computes in fp32")
+    _, _, model_args = train_grpo.parse_args(
+        ["--config", "configs/tiny_cpu.yaml", "--load_in_4bit", str(load_in_4bit).lower()]
+    )
+    training = get_quantization_config(model_args)
+    evaluation = eval_script.quantization_config(load_in_4bit)
+    if not load_in_4bit:
+        assert training is None and evaluation is None
+    else:  # NF4 with double quantisation, computing in fp32 on a CPU
+        assert evaluation.to_dict() == training.to_dict()
+        assert evaluation.bnb_4bit_quant_type == "nf4" and evaluation.bnb_4bit_use_double_quant
