@@ -99,13 +99,22 @@ def random_split(scenario: Scenario, seed: int = 0) -> dict:
     """All GPUs in a random split, random dividing TP and precisions, kind-relevant fields only."""
     rng = random.Random(f"fleet_rl/baselines/random_split/{seed}")
     plan = []
-    for job, gpus in zip(scenario.jobs, _random_shares(scenario.cluster.count, len(scenario.jobs), rng), strict=True):
-        part = {"id": job.id, "gpus": gpus, "tensor_parallel": rng.choice(_dividing_tps(gpus, job)) if gpus else 1}
+    for job, gpus in zip(
+        scenario.jobs, _random_shares(scenario.cluster.count, len(scenario.jobs), rng), strict=True
+    ):
+        part = {
+            "id": job.id,
+            "gpus": gpus,
+            "tensor_parallel": rng.choice(_dividing_tps(gpus, job)) if gpus else 1,
+        }
         part["precision"] = {group: rng.choice(PRECISIONS) for group in MODULE_GROUPS}
         if job.kind == "serve":
             part["kv_cache"] = rng.choice(PRECISIONS)
         else:
-            part |= {"micro_batch_size": rng.choice(MICRO_BATCH_SIZES), "activation_checkpointing": rng.random() < 0.5}
+            part |= {
+                "micro_batch_size": rng.choice(MICRO_BATCH_SIZES),
+                "activation_checkpointing": rng.random() < 0.5,
+            }
         plan.append(part)
     return {"jobs": plan}
 

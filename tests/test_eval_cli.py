@@ -41,7 +41,10 @@ def test_even_split_scores_below_the_optimum():
     ("argv", "message"),
     [
         ([], "give exactly one of --model or --baseline"),
-        (["--baseline", "greedy"], "unknown baseline 'greedy'; valid baselines: even_bf16, random, optimal"),
+        (
+            ["--baseline", "greedy"],
+            "unknown baseline 'greedy'; valid baselines: even_bf16, random, random_split, optimal",
+        ),
         (["--baseline", "random", "--tasks", "expert"], "unknown tasks ['expert']"),
         (["--model", "/no/such/dir"], "is not a directory"),
         (["--local_model", "smollm3"], "unknown local_model 'smollm3'; valid: tiny, smollm2"),

@@ -81,7 +81,8 @@ class FleetScriptArguments:
         default="optimal",
         metadata={
             "help": f"Plans the warm start imitates, one of {', '.join(SFT_TARGETS)} (optimal: the exact "
-            "optimum, which leaves GRPO nothing to find; a learning claim starts from even_split, random or random_split)."
+            "optimum, which leaves GRPO nothing to find; a learning claim starts from even_split, random or "
+            "random_split)."
         },
     )
     eval_scenarios: int = field(

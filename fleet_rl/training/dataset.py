@@ -28,8 +28,8 @@ planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
   random settings, so the format and the job ids are taught and every planning choice is left to GRPO;
 - ``optimal``: the exact optimum. Imitating it *is* the answer: a model warm-started on oracle plans and
   then trained with GRPO says nothing about what RL learned, so a learning claim must start from
-  ``even_split``, ``random``, ``random_split`` or no warm start (``benchmarks/learning.py`` flags an oracle
-  start).
+  ``even_split``, ``random``, ``random_split`` or no warm start (``benchmarks/learning.py`` flags an
+  oracle start).
 
 For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle.
 """
@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from datasets import Dataset
 
 from fleet_rl.baselines import even_bf16, optimal, random_plan, random_split
-from fleet_rl.multiagent import agent_request, own_part
+from fleet_rl.multiagent import agent_request
 from fleet_rl.prompts import build_messages, format_answer
-from fleet_rl.scenario import Scenario
 from fleet_rl.scenario_generator import SPLITS, TASKS, make_scenario
 
 __all__ = [
@@ -53,7 +52,6 @@ __all__ = [
     "SFT_TARGET_PLANNERS",
     "check_task_mix",
     "grpo_dataset",
-    "planner_answer",
     "scenario_rows",
     "sft_dataset",
     "sft_target_plan",
@@ -137,18 +135,17 @@ def grpo_dataset(tasks: Sequence[str], num_prompts: int, **kwargs) -> Dataset:
     return Dataset.from_list(scenario_rows(tasks, num_prompts, **kwargs))
 
 
-def planner_answer(planner: Callable[[Scenario, int], dict], row: dict) -> dict:
-    """A planner's answer to one ``scenario_rows`` row: its plan for the row's scenario (seeded by the row's
-    generator seed), cut to the agent's own part on multi-agent rows (``fleet_rl.multiagent.own_part``).
-    Warm-start targets and ``eval.py``'s baselines answer this way."""
-    return own_part(planner(Scenario.from_json(row["scenario"]), row["seed"]), row["agent"])
-
-
 def sft_target_plan(row: dict, target: str) -> dict:
-    """The plan a warm start imitates for one ``scenario_rows`` row: the ``target`` planner's answer."""
+    """The plan a warm start imitates for one ``scenario_rows`` row: the ``target`` planner's plan for the
+    row's scenario (seeded by the row's generator seed), cut to the agent's own part on multi-agent rows."""
+    from fleet_rl.scenario import Scenario
+
     if target not in SFT_TARGET_PLANNERS:
         raise ValueError(f"unknown sft target {target!r}; valid: {', '.join(SFT_TARGET_PLANNERS)}")
-    return planner_answer(SFT_TARGET_PLANNERS[target], row)
+    plan = SFT_TARGET_PLANNERS[target](Scenario.from_json(row["scenario"]), row["seed"])
+    if row["agent"]:
+        plan = {"jobs": [job for job in plan["jobs"] if job["id"] == row["agent"]]}
+    return plan
 
 
 def sft_dataset(tasks: Sequence[str], num_examples: int, *, target: str = "optimal", **kwargs) -> Dataset:
