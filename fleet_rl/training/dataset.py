@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from datasets import Dataset
 
 from fleet_rl.baselines import even_bf16, optimal, random_plan, random_split
-from fleet_rl.multiagent import agent_request
+from fleet_rl.multiagent import agent_request, own_part
 from fleet_rl.prompts import build_messages, format_answer
+from fleet_rl.scenario import Scenario
 from fleet_rl.scenario_generator import SPLITS, TASKS, make_scenario
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "SFT_TARGET_PLANNERS",
     "check_task_mix",
     "grpo_dataset",
+    "planner_answer",
     "scenario_rows",
     "sft_dataset",
     "sft_target_plan",
@@ -135,17 +137,18 @@ def grpo_dataset(tasks: Sequence[str], num_prompts: int, **kwargs) -> Dataset:
     return Dataset.from_list(scenario_rows(tasks, num_prompts, **kwargs))
 
 
-def sft_target_plan(row: dict, target: str) -> dict:
-    """The plan a warm start imitates for one ``scenario_rows`` row: the ``target`` planner's plan for the
-    row's scenario (seeded by the row's generator seed), cut to the agent's own part on multi-agent rows."""
-    from fleet_rl.scenario import Scenario
+def planner_answer(planner: Callable[[Scenario, int], dict], row: dict) -> dict:
+    """A planner's answer to one ``scenario_rows`` row: its plan for the row's scenario (seeded by the row's
+    generator seed), cut to the agent's own part on multi-agent rows (``fleet_rl.multiagent.own_part``).
+    Warm-start targets and ``eval.py``'s baselines answer this way."""
+    return own_part(planner(Scenario.from_json(row["scenario"]), row["seed"]), row["agent"])
 
+
+def sft_target_plan(row: dict, target: str) -> dict:
+    """The plan a warm start imitates for one ``scenario_rows`` row: the ``target`` planner's answer."""
     if target not in SFT_TARGET_PLANNERS:
         raise ValueError(f"unknown sft target {target!r}; valid: {', '.join(SFT_TARGET_PLANNERS)}")
-    plan = SFT_TARGET_PLANNERS[target](Scenario.from_json(row["scenario"]), row["seed"])
-    if row["agent"]:
-        plan = {"jobs": [job for job in plan["jobs"] if job["id"] == row["agent"]]}
-    return plan
+    return planner_answer(SFT_TARGET_PLANNERS[target], row)
 
 
 def sft_dataset(tasks: Sequence[str], num_examples: int, *, target: str = "optimal", **kwargs) -> Dataset:
