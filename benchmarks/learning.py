@@ -533,6 +533,34 @@ def _first_last(values: list, window: int = 10) -> tuple[float, float] | None:
     return float(np.mean(values[:window])), float(np.mean(values[-window:]))
 
 
+SEED_WALL_PARTS = ("setup", "warm_start", "grpo", "eval_start", "eval_after")  # one seed's run, end to end
+
+
+def _seeds_total(wall: dict) -> str:
+    """The seeds' wall time summed from their own records: ``wall["total"]`` is this invocation's, which
+    leaves out seeds kept from an earlier run with ``--reuse``."""
+    per_seed = wall.get("per_seed") or []
+    if not per_seed:
+        return "n/a" if wall.get("total") is None else f"{wall['total']:.0f} s"
+    return f"{sum(seed.get(part) or 0.0 for seed in per_seed for part in SEED_WALL_PARTS):.0f} s"
+
+
+def _per_seed_and_tier(result: dict) -> str:
+    """One line: each seed's start → after mean % of optimum on each task tier (from ``per_scenario``)."""
+    table = result["per_scenario"]
+    tasks = np.array(table["task"])
+    parts = []
+    for k, seed in enumerate(result["seeds"]):
+        start = np.array(table["start_percent_of_optimum"][min(k, len(table["start_percent_of_optimum"]) - 1)])
+        after = np.array(table["after_percent_of_optimum"][k])
+        tiers = ", ".join(
+            f"{task} {start[tasks == task].mean():.1f} → {after[tasks == task].mean():.1f}"
+            for task in result["eval"]["eval_tasks"]
+        )
+        parts.append(f"seed {seed}: {tiers}")
+    return "Mean % of optimum, start → after, by seed and tier: " + "; ".join(parts) + "."
+
+
 def render(result: dict) -> str:
     """The README's markdown table (and the lines under it) from a benchmark result."""
     seeds = result["seeds"]
@@ -557,6 +585,7 @@ def render(result: dict) -> str:
         f"greedy, × {_plural(len(seeds), 'training seed')}; the interval resamples scenarios "
         f"({result['bootstrap']['resamples']:,} bootstrap resamples). "
         f"After − start in % of optimum per seed: {per_seed}.",
+        _per_seed_and_tier(result),
     ]
     curves = [_first_last(curve.get("reward", [])) for curve in result["reward_curve"].values()]
     if all(curves):
@@ -574,7 +603,7 @@ def render(result: dict) -> str:
         f"Wall time, all seeds: warm start {seconds('warm_start')}, GRPO {seconds('grpo')} (generation "
         f"{seconds('generation')}, reward {seconds('reward')}, "
         f"forward/backward/optimizer {seconds('backward')}), "
-        f"evaluation {_seconds_sum(wall, 'eval_start', 'eval_after')}, total {seconds('total')}; "
+        f"evaluation {_seconds_sum(wall, 'eval_start', 'eval_after')}, total {_seeds_total(wall)}; "
         f"{result['cpu']['model']}, {result['cpu']['cores']} cores."
     )
     if not result["fair_start"]:
