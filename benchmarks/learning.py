@@ -549,10 +549,11 @@ def _per_seed_and_tier(result: dict) -> str:
     """One line: each seed's start → after mean % of optimum on each task tier (from ``per_scenario``)."""
     table = result["per_scenario"]
     tasks = np.array(table["task"])
+    starts, afters = table["start_percent_of_optimum"], table["after_percent_of_optimum"]
     parts = []
     for k, seed in enumerate(result["seeds"]):
-        start = np.array(table["start_percent_of_optimum"][min(k, len(table["start_percent_of_optimum"]) - 1)])
-        after = np.array(table["after_percent_of_optimum"][k])
+        start = np.array(starts[min(k, len(starts) - 1)])  # one start for every seed when none is trained
+        after = np.array(afters[k])
         tiers = ", ".join(
             f"{task} {start[tasks == task].mean():.1f} → {after[tasks == task].mean():.1f}"
             for task in result["eval"]["eval_tasks"]

@@ -145,9 +145,18 @@ def _result(fair_start: bool = True) -> dict:
             "eval_start": 50.0,
             "eval_after": 60.0,
             "total": 830.0,
+            "per_seed": [
+                {"setup": 1.0, "warm_start": 40.0, "grpo": 300.0, "eval_start": 20.0, "eval_after": 30.0},
+                {"setup": 1.0, "warm_start": 60.0, "grpo": 300.0, "eval_start": 30.0, "eval_after": 30.0},
+            ],
         },  # fmt: skip
         "cpu": {"model": "AMD EPYC", "cores": 2},
         "command": "python benchmarks/learning.py --config configs/x.yaml",
+        "per_scenario": {
+            "task": ["easy", "medium", "easy"],
+            "start_percent_of_optimum": [[10.0, 0.0, 20.0], [30.0, 5.0, 50.0]],
+            "after_percent_of_optimum": [[50.0, 25.0, 70.0], [40.0, 5.0, 20.0]],
+        },
     }
 
 
@@ -164,7 +173,9 @@ def test_render_gives_the_table_with_the_paired_interval():
     assert lines[4].startswith("| **after − start** [95 % CI] | +5.2 [−1.5, +12.0] | +0.00 [−0.01, +0.02] |")
     assert "96 held-out scenarios (easy, medium)" in text and "seed 0 +4.0, seed 1 +6.5" in text
     assert "seed 0 0.100 → 0.300" in text
+    assert "seed 0: easy 15.0 → 60.0, medium 0.0 → 25.0; seed 1: easy 40.0 → 30.0, medium 5.0 → 5.0." in text
     assert "GRPO 600 s (generation 400 s, reward 1 s" in text and "evaluation 110 s" in text
+    assert "total 812 s;" in text  # the seeds' own records, summed
     assert "Not a learning claim" not in text
     assert "Not a learning claim" in render(_result(fair_start=False))
 
