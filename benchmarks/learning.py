@@ -598,7 +598,9 @@ def render(result: dict) -> str:
     wall = result["wall_s"]
 
     def seconds(key: str) -> str:
-        return "n/a" if wall.get(key) is None else f"{wall[key]:.0f} s"
+        if wall.get(key) is None:
+            return "n/a"
+        return f"{wall[key]:.1f} s" if wall[key] < 10 else f"{wall[key]:.0f} s"
 
     lines.append(
         f"Wall time, all seeds: warm start {seconds('warm_start')}, GRPO {seconds('grpo')} (generation "
