@@ -123,8 +123,8 @@ def read_golden() -> list[list]:
 def write_golden() -> int:
     from rewards import REWARD_FUNCS
 
-    lines = [json.dumps({"seed": SEED, "columns": ["completion", *REWARD_FUNCS, "score", "objective",
-                         "progress", "runs_share", "valid", "feasible", "has_plan", "ird_rule"]})]
+    scores = ["score", "objective", "progress", "runs_share", "valid", "feasible", "has_plan", "ird_rule"]
+    lines = [json.dumps({"seed": SEED, "columns": ["completion", *REWARD_FUNCS, *scores]})]
     for completions, columns in reward_calls():
         lines += [json.dumps(line, separators=(",", ":")) for line in outcomes(completions, columns)]
     GOLDEN.parent.mkdir(exist_ok=True)
