@@ -9,8 +9,10 @@ Reported (all rates per second, on one core, in this process):
   encoded as arrays; ``kernel_vs_json_loads`` is the ratio (target ≥ 8).
 - ``evaluate_batch_plans_per_s``: ``evaluate_batch`` end to end from JSON text (strict msgspec decoding,
   encoding, kernel, building ``Evaluation`` objects); ``score_batch_plans_per_s`` the same without objects.
-- ``evaluate_p50_us``/``evaluate_p99_us``: one ``evaluate`` call (warm scenario cache).
-- ``solve_ms``: per tier, p50 and max of ``solve`` with a cold cache (target: hard p50 ≤ 50 ms).
+  Both take the plans' scenarios already solved (``SolvedScenario`` per plan), as the reward path does.
+- ``evaluate_p50_us``/``evaluate_p99_us``: one ``evaluate`` call against a solved scenario.
+- ``solve_ms``: per tier, p50 and max of ``solve`` of a scenario (every solve is cold: nothing is cached
+  below ``fleet_rl/solved_scenarios.py``; target: hard p50 ≤ 50 ms).
 - ``distinct_optimal_plans``: distinct optimal (GPU split, TP, precision maps) over 60 scenarios.
 - ``reward``: the TRL reward ``rewards.fleet_reward`` end to end on realistic GRPO batches (``reward_run``):
   ``completions_per_call`` = 128 completions per call (16 scenarios × 8 completions, drawn from a pool of 48
@@ -18,11 +20,10 @@ Reported (all rates per second, on one core, in this process):
   job's part). Completions mix a ```json fence after a sentence of prose, ``<think>…</think>`` then bare or
   fenced JSON, bare JSON, optimal and perturbed plans in three JSON layouts, and about 23 % failures
   (wrong-case enums, truncated JSON, prose only, two plans); one call in four gets TRL conversational
-  message lists. Every timed call gets new completions as new string objects, and no two calls in a row
-  are the same batch, so the one-entry cache of ``rewards/scoring.py`` never hits (as in training, where
-  each step brings new completions) and nothing is reused between calls but the per-scenario caches: an
-  untimed pass first decodes, solves and stacks every scenario of the pool (in training, a scenario's first
-  use costs its cold solve, ``solve_ms``). ``reward_completions_per_s`` and
+  message lists. Every timed call gets new completions as new string objects (as in training, where each
+  step brings new completions), and nothing is reused between calls but the cache of solved scenarios: an
+  untimed pass first solves every scenario of the pool into it (in training, a scenario's first use costs
+  its cold solve, ``solve_ms``). ``reward_completions_per_s`` and
   ``reward_us_per_completion`` are the reward's rate (best of two passes); the two measurements alternate
   every 16 calls, so both see the same load on the machine. The baseline ``json_loads_per_s`` is
   ``json.loads`` of **only the JSON payload** each completion contains (the plan text exactly as embedded,
@@ -206,14 +207,11 @@ def _fresh(batches: list) -> list:
 
 
 def reward_run(num_batches: int, seed: int = 0) -> dict:
-    """The ``reward`` section: ``fleet_reward`` per completion vs ``json.loads`` of the JSON payloads.
-
-    At least two calls: one call timed again right after itself would be answered from the scoring pass's
-    one-entry cache."""
+    """The ``reward`` section: ``fleet_reward`` per completion vs ``json.loads`` of the JSON payloads."""
     from rewards import fleet_reward
 
-    if num_batches < 2:
-        raise ValueError(f"the reward benchmark needs at least 2 calls, got {num_batches}")
+    if num_batches < 1:
+        raise ValueError(f"the reward benchmark needs at least 1 call, got {num_batches}")
     batches, payloads, pool_size = reward_batches(num_batches, seed)
 
     def timed_run(chunk: int = 16) -> tuple[float, float]:
@@ -236,8 +234,8 @@ def reward_run(num_batches: int, seed: int = 0) -> dict:
             loads_s += time.perf_counter() - middle
         return reward_s, loads_s
 
-    # An untimed run first: every scenario of the pool decoded, solved and its job table stacked (per-scenario
-    # work, cached while the scenario's solution is). Then the best of two timed runs.
+    # An untimed run first: every scenario of the pool solved into the cache of solved scenarios (by its
+    # JSON text). Then the best of two timed runs.
     timed_run()
     runs = [timed_run() for _ in range(2)]
     reward_s, loads_s = min(r for r, _ in runs), min(loads for _, loads in runs)
@@ -280,7 +278,8 @@ def run(num_plans: int, solve_seeds: int, single_calls: int, reward_calls: int, 
             json.loads(text)
 
     json_s = _best_of(3, loads_all)
-    solved = [solve_scenario(scenario) for scenario in batch_scenarios]
+    solved_by_scenario = {scenario: solve_scenario(scenario) for scenario in scenarios}
+    solved = [solved_by_scenario[scenario] for scenario in batch_scenarios]
     scored = score_batch(solved, texts)
     distinct = {id(s): s for s in solved}
     reference = np.concatenate([s.reference_tokens_per_s for s in distinct.values()])
@@ -294,13 +293,14 @@ def run(num_plans: int, solve_seeds: int, single_calls: int, reward_calls: int, 
 
     kernel_s = _best_of(3, kernel)
     score_s = _best_of(2, lambda: score_batch(solved, texts))
-    evaluate_batch_s = _best_of(2, lambda: evaluate_batch(batch_scenarios, texts))
+    evaluate_batch_s = _best_of(2, lambda: evaluate_batch(solved, texts))
 
     latencies = []
     for i in range(single_calls):
         scenario, plan = pairs[i % len(pairs)]
+        solved_k = solved_by_scenario[scenario]
         start = time.perf_counter()
-        evaluate(scenario, plan)
+        evaluate(solved_k, plan)
         latencies.append((time.perf_counter() - start) * 1e6)
 
     solve_ms: dict[str, dict[str, float]] = {}
@@ -309,7 +309,6 @@ def run(num_plans: int, solve_seeds: int, single_calls: int, reward_calls: int, 
         times = []
         for s in range(solve_seeds):
             scenario = make_scenario(task, 10_000 + s)
-            solve_scenario.cache_clear()
             start = time.perf_counter()
             best = solve(scenario)
             times.append((time.perf_counter() - start) * 1e3)
@@ -356,8 +355,8 @@ def main(argv: list[str] | None = None) -> None:
         "--reward-calls", type=int, default=None, help="fleet_reward calls of 128 completions (default 400)"
     )
     args = parser.parse_args(argv)
-    if args.reward_calls is not None and args.reward_calls < 2:
-        parser.error("--reward-calls must be at least 2 (a call repeated at once hits the scoring cache)")
+    if args.reward_calls is not None and args.reward_calls < 1:
+        parser.error("--reward-calls must be at least 1")
     plans = args.plans or (5_000 if args.quick else 200_000)
     result = run(
         num_plans=plans,

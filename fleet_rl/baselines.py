@@ -121,9 +121,9 @@ def random_split(scenario: Scenario, seed: int = 0) -> dict:
 
 def optimal(scenario: Scenario, seed: int = 0) -> dict:
     """The exact optimum."""
-    from fleet_rl.kernel.solver import solve_scenario
+    from fleet_rl.solved_scenarios import solved_scenario
 
-    return solve_scenario(scenario).optimal_plan
+    return solved_scenario(scenario).optimal_plan
 
 
 BASELINES: dict[str, Callable[[Scenario, int], dict]] = {

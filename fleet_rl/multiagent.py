@@ -26,9 +26,9 @@ __all__ = ["agent_request", "merge_answer", "own_part"]
 
 def agent_request(scenario: Scenario, seed: int) -> tuple[str, dict]:
     """(agent job id, given plan dict of the other jobs' optimal parts) for item ``seed``; deterministic."""
-    from fleet_rl.kernel.solver import solve_scenario  # the kernel does not import this module
+    from fleet_rl.solved_scenarios import solved_scenario  # the kernel does not import this module
 
-    solved = solve_scenario(scenario)
+    solved = solved_scenario(scenario)
     running = [job_id for job_id, gpus in zip(solved.job_ids, solved.optimal_gpus, strict=True) if gpus > 0]
     agent = random.Random(f"fleet_rl/multiagent-agent/{seed}").choice(running or list(solved.job_ids))
     given = [job for job in solved.optimal_plan["jobs"] if job["id"] != agent]

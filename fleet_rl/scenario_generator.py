@@ -39,6 +39,8 @@ from typing import Literal
 import numpy as np
 
 from fleet_rl.catalog import GPUS, MODELS, ModelSpec
+from fleet_rl.kernel.constants import ADAM_BYTES_PER_PARAM, CUDA_CONTEXT_BYTES
+from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Cluster, Job, Scenario
 
 __all__ = [
@@ -152,12 +154,12 @@ JOB_NAMES: tuple[str, ...] = tuple(sorted({name for names in _JOB_NAMES.values()
 """Every base job id the generator draws (a repeated one gets a numeric suffix, "chat-2")."""
 _PRIORITIES = (1.0, 2.0, 3.0)
 
-# Rough per-GPU memory estimate for the sanity filter (DESIGN.md §4; the kernel has the real physics).
-_ADAM_BYTES_PER_PARAM = 16.0  # bf16 weights + bf16 grads + fp32 master/momentum/variance (ZeRO paper)
+# Rough per-GPU memory estimate for the sanity filter that shapes each tier's draws (DESIGN.md §4); the
+# kernel's memory model decides what runs, and `_every_job_can_run` asks it. Where the two share a quantity
+# the kernel's constant is used; these two are the filter's own round figures (the kernel: 4.127/8 bytes
+# per NF4 parameter and LoRA_RANK-sized adapters), kept so that the tiers' scenarios stay as they are.
 _INT4_BYTES_PER_PARAM = 0.53  # NF4 with block scales
 _LORA_PARAM_FRACTION = 0.005  # rank-16 adapters on every projection: ~0.2-0.5% of the base parameters
-_CONTEXT_GB = 0.5  # CUDA context and allocator reserve per GPU
-_TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)  # fleet_rl.plan_schema
 _COMFORTABLE_FRACTION = 0.6  # easy: bf16 footprint at most this share of a GPU
 _POSSIBLE_FRACTION = 0.9  # others: compact footprint at most this share of a GPU
 _JOB_ATTEMPTS = 50
@@ -168,7 +170,7 @@ def _max_tensor_parallel(model: ModelSpec, gpu_count: int) -> int:
     """Largest allowed TP degree that fits the cluster and splits the attention and KV heads evenly."""
     return max(
         tp
-        for tp in _TENSOR_PARALLEL_SIZES
+        for tp in TENSOR_PARALLEL_SIZES
         if tp <= gpu_count and model.num_attention_heads % tp == 0 and model.num_key_value_heads % tp == 0
     )
 
@@ -185,16 +187,16 @@ def _footprint_gb(
     """
     params = model.num_params
     if kind == "train":
-        weights = _ADAM_BYTES_PER_PARAM * params
+        weights = ADAM_BYTES_PER_PARAM * params
     else:
         weights = (_INT4_BYTES_PER_PARAM if compact else 2.0) * params
         if kind == "lora":
-            weights += _ADAM_BYTES_PER_PARAM * _LORA_PARAM_FRACTION * params
+            weights += ADAM_BYTES_PER_PARAM * _LORA_PARAM_FRACTION * params
     if kind == "serve":
         transient = model.kv_cache_bytes_per_token(1.0 if compact else 2.0) * seq_len * batch_size
     else:
         transient = (2.0 if compact else 34.0) * seq_len * model.hidden_size * model.num_layers
-    return (weights + transient) / _max_tensor_parallel(model, gpu_count) / 1e9 + _CONTEXT_GB
+    return (weights + transient) / _max_tensor_parallel(model, gpu_count) / 1e9 + CUDA_CONTEXT_BYTES / 1e9
 
 
 def _fits(
@@ -328,7 +330,8 @@ def make_scenario(task: str, seed: int, split: str = "train") -> Scenario:
 
 def _every_job_can_run(scenario: Scenario) -> bool:
     """The kernel's word, after the rough ``_fits`` filter: every job has some plan that runs (``ok``) when it
-    has the whole cluster. The solve is cached, so scoring this scenario later costs nothing extra."""
-    from fleet_rl.kernel.solver import solve_scenario  # the kernel imports the catalog, not this module
+    has the whole cluster. The solve goes to the cache of solved scenarios, so scoring this scenario later
+    (by its JSON, the dataset column) costs nothing extra."""
+    from fleet_rl.solved_scenarios import solved_scenario  # the kernel imports the catalog, not this module
 
-    return bool(np.isfinite(solve_scenario(scenario).reference_tokens_per_s).all())
+    return bool(np.isfinite(solved_scenario(scenario).reference_tokens_per_s).all())

@@ -9,11 +9,14 @@ TRL reward functions (``def name(completions, scenario, **kwargs) -> list[float]
 - ``difference_reward``: the multi-agent credit Dᵢ = G(z) − G(z₋ᵢ ∪ cᵢ), normalised to [−1, 1] (None on
   rows that are not multi-agent).
 
-All of them share one cached scoring pass per batch (``rewards/scoring.py``). The parsing layer:
+Each runs the same scoring pass over its batch (``rewards/scoring.py``), which solves each scenario once per
+run through ``fleet_rl/solved_scenarios.py``. The parsing layer:
 
-    from rewards import parse_plan, check_against_scenario
+    from rewards import parse_plan
     plan, error, num_candidates = parse_plan(completion)    # error is None or one of PARSE_ERRORS
-    check_against_scenario(plan, scenario)                   # [] or codes from SCENARIO_ERRORS
+
+Whether a plan's job ids fit the scenario is the kernel's word alone (``fleet_rl/kernel/encode.py``: the
+``unknown_job`` and ``duplicate_job`` reason codes; a job left out is ``unallocated``).
 """
 
 from fleet_rl.plan_schema import PLAN_JSON_SCHEMA
@@ -23,21 +26,16 @@ from rewards.fleet_reward import fleet_reward
 from rewards.ird import IRD_REWARD, degenerate_plans
 from rewards.parsing import (
     BAD_JSON,
-    DUPLICATE_JOB,
     MAX_COMPLETION_CHARS,
     MAX_NESTING,
-    MISSING_JOB,
     NO_JSON,
     NOT_TEXT,
     PARSE_ERRORS,
-    SCENARIO_ERRORS,
     SCHEMA,
     SEVERAL_PLANS,
     TOO_DEEP,
     TOO_LARGE,
-    UNKNOWN_JOB,
     ParseResult,
-    check_against_scenario,
     completion_text,
     parse_plan,
 )
@@ -65,22 +63,17 @@ __all__ = [
     "ird_reward",
     "score_completions",
     "BAD_JSON",
-    "DUPLICATE_JOB",
     "MAX_COMPLETION_CHARS",
     "MAX_NESTING",
-    "MISSING_JOB",
     "NOT_TEXT",
     "NO_JSON",
     "PARSE_ERRORS",
     "PLAN_JSON_SCHEMA",
-    "SCENARIO_ERRORS",
     "SCHEMA",
     "SEVERAL_PLANS",
     "TOO_DEEP",
     "TOO_LARGE",
-    "UNKNOWN_JOB",
     "ParseResult",
-    "check_against_scenario",
     "completion_text",
     "parse_plan",
 ]

@@ -2,7 +2,7 @@
 
 Each has TRL's signature and returns floats in [0, 1], so with ``reward_funcs: [format_reward,
 feasibility_reward, efficiency_reward, ird_reward]`` TRL logs each as ``rewards/<name>/mean`` and combines
-them with ``reward_weights``. All of them read one shared, cached scoring pass (``rewards/scoring.py``).
+them with ``reward_weights``. Each reads the scoring pass (``rewards/scoring.py``) of its batch.
 
 - ``format_reward``: 1 for a usable plan (consistent with the scenario, no IRD rule broken, some job of the
   author's runs), 0.75 for a schema-valid plan that is not usable (invented ids, over-allocated,

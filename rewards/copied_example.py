@@ -34,18 +34,19 @@ serve job (2 GPUs, TP 2, all bf16) is such a plain part, so it is not held again
 
 Cost: the reward path asks this of every parsed plan; the first tests per job are whether its GPU count,
 then its (GPU count, tensor parallelism, precision map), are an example job's (two lookups), where most
-plans stop; the optimum is read only for a job that takes an example job's settings.
+plans stop; the optimum (``SolvedScenario.optimal_parts``) is read only for a job that takes an example
+job's settings.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 
 import msgspec
 
 from fleet_rl.catalog import GPUS, MODULE_GROUPS
+from fleet_rl.kernel.solver import SolvedScenario
 from fleet_rl.plan_schema import JobPlan, Plan, PrecisionMap, plan_from_object
 from fleet_rl.prompts import example_plan
 from fleet_rl.scenario import Job, Scenario
@@ -55,12 +56,7 @@ __all__ = ["copies_example", "job_settings"]
 
 def _sixteen_bit(scenario: Scenario) -> str:
     """The KV format a serve job gets when its part names none (``JobTable.default_kv``)."""
-    return _sixteen_bit_of(scenario.cluster.gpu)
-
-
-@functools.cache
-def _sixteen_bit_of(gpu: str) -> str:
-    return "bf16" if GPUS[gpu].supports("bf16") else "fp16"
+    return "bf16" if GPUS[scenario.cluster.gpu].supports("bf16") else "fp16"
 
 
 def job_settings(part: JobPlan, job: Job, sixteen_bit: str) -> tuple | None:
@@ -90,20 +86,18 @@ def _plain_settings(settings: tuple, job: Job, sixteen_bit: str) -> bool:
     return settings[3] == 1
 
 
-@functools.cache
-def _example_parts() -> tuple[JobPlan, ...]:
-    return tuple(plan_from_object(example_plan()).jobs)
-
-
-@functools.cache
 def _example_index() -> tuple[frozenset[int], dict[tuple[int, int, PrecisionMap], tuple[JobPlan, ...]]]:
     """The early exit: the example jobs' GPU counts, and the example parts by (GPU count, tensor
     parallelism, precision map), which a part that takes an example job's settings shares with it."""
+    parts = plan_from_object(example_plan()).jobs
     index: dict[tuple[int, int, PrecisionMap], tuple[JobPlan, ...]] = {}
-    for part in _example_parts():
+    for part in parts:
         key = (part.gpus, part.tensor_parallel, part.precision)
         index[key] = (*index.get(key, ()), part)
-    return frozenset(part.gpus for part in _example_parts()), index
+    return frozenset(part.gpus for part in parts), index
+
+
+_EXAMPLE_GPU_COUNTS, _EXAMPLE_PARTS = _example_index()  # constants: the example is fixed
 
 
 def _parts(plan: Plan | Mapping) -> tuple | list | None:
@@ -122,12 +116,11 @@ def _copied_parts(plan: Plan | Mapping, scenario: Scenario) -> list[tuple[JobPla
     parts = _parts(plan)
     if not parts:
         return []
-    gpu_counts, index = _example_index()
     copied = []
     for part in parts:
-        if part.gpus not in gpu_counts:  # most parts stop here, nearly all the others at the next test
+        if part.gpus not in _EXAMPLE_GPU_COUNTS:  # most parts stop here, nearly all others at the next test
             continue
-        examples = index.get((part.gpus, part.tensor_parallel, part.precision))
+        examples = _EXAMPLE_PARTS.get((part.gpus, part.tensor_parallel, part.precision))
         if examples is None:
             continue
         for job in scenario.jobs:
@@ -145,33 +138,12 @@ def _copied_parts(plan: Plan | Mapping, scenario: Scenario) -> list[tuple[JobPla
     return copied
 
 
-_last_optimum: tuple[object, dict[str, JobPlan]] | None = None  # (optimal_plan, its parts by id): one entry
-
-
-def _optimal_part(optimal_plan: Plan | Mapping, job_id: str) -> JobPlan | None:
-    """The optimum's part for ``job_id``, or None. A mapping is converted once while it is the last one asked
-    about (a GRPO group shares its scenario's optimum; optima are never mutated)."""
-    global _last_optimum
-    if isinstance(optimal_plan, Plan):
-        parts = optimal_plan.jobs
-    elif _last_optimum is not None and _last_optimum[0] is optimal_plan:
-        return _last_optimum[1].get(job_id)
-    else:
-        parts = _parts(optimal_plan) or ()
-    by_id = {part.id: part for part in parts}
-    if not isinstance(optimal_plan, Plan):
-        _last_optimum = (optimal_plan, by_id)
-    return by_id.get(job_id)
-
-
-def copies_example(plan: Plan | Mapping, scenario: Scenario, optimal_plan: Plan | Mapping) -> bool:
-    """Whether some job of ``plan`` takes an example job's distinctive settings where the optimum does not.
-
-    ``optimal_plan`` is the scenario's optimum (``SolvedScenario.optimal_plan``); it is read only when some
-    job takes an example job's settings. A mapping that is not a valid plan copies nothing. See the module
-    docstring for the rule."""
-    for part, job, settings, sixteen_bit in _copied_parts(plan, scenario):
-        best = _optimal_part(optimal_plan, part.id)
+def copies_example(plan: Plan | Mapping, solved: SolvedScenario) -> bool:
+    """Whether some job of ``plan`` takes an example job's distinctive settings where the optimum of
+    ``solved`` (its scenario, solved: ``fleet_rl.kernel.solve_scenario``) does not. A mapping that is not a
+    valid plan copies nothing. See the module docstring for the rule."""
+    for part, job, settings, sixteen_bit in _copied_parts(plan, solved.scenario):
+        best = solved.optimal_parts.get(part.id)
         if best is None or job_settings(best, job, sixteen_bit) != settings:
             return True
     return False

@@ -20,38 +20,41 @@ reward functions.
 
 from __future__ import annotations
 
-import functools
-
 import msgspec
 import numpy as np
 
 from fleet_rl.kernel.batch_scoring import score_batch
-from fleet_rl.kernel.solver import solve_scenario
-from fleet_rl.scenario import Scenario
+from fleet_rl.kernel.solver import SolvedScenario
+from fleet_rl.plan_schema import Plan
 from rewards.scoring import best_response_value, given_plan_from, score_completions
 
-__all__ = ["FLOOR", "counterfactual", "difference_reward"]
+__all__ = ["FLOOR", "counterfactuals", "difference_reward"]
 
 FLOOR = -1.0
 
 
-def counterfactual(scenario: Scenario, agent: str, given: object) -> tuple[float, float]:
-    """(G(z₋ᵢ ∪ cᵢ), Dᵢ*) for an agent and its given parts (the ``given_plan`` column value: JSON text, a
-    dict or a ``Plan``); cached per (scenario, agent, given parts as JSON text)."""
-    if not isinstance(given, str):
-        given = msgspec.json.encode(given_plan_from(given)).decode()
-    return _counterfactual(scenario, agent, given)
-
-
-@functools.lru_cache(maxsize=4096)
-def _counterfactual(scenario: Scenario, agent: str, given_json: str) -> tuple[float, float]:
-    solved = solve_scenario(scenario)
-    given = given_plan_from(given_json)
-    base = score_batch([solved], [given]).objective[0]
-    taken = sum(job.gpus for job in given.jobs if job.id != agent)
-    j = solved.job_index.get(agent)
-    best = 0.0 if j is None else best_response_value(solved, j, taken)
-    return float(base), max(best, 0.0)
+def counterfactuals(rows: list[tuple[SolvedScenario, str, object]]) -> tuple[np.ndarray, np.ndarray]:
+    """(G(z₋ᵢ ∪ cᵢ), Dᵢ*) per (solved scenario, agent, given parts) row; the given parts are the
+    ``given_plan`` column value (JSON text, a dict or a ``Plan``). Each distinct row is scored once, all of
+    them in one kernel call."""
+    distinct: dict[tuple[int, str, bytes], int] = {}  # (id(solved), agent, given JSON) -> index in unique
+    unique: list[tuple[SolvedScenario, str, Plan]] = []
+    index = []
+    for solved, agent, given in rows:
+        plan = given_plan_from(given)
+        key = (id(solved), agent, msgspec.json.encode(plan))
+        if key not in distinct:
+            distinct[key] = len(unique)
+            unique.append((solved, agent, plan))
+        index.append(distinct[key])
+    base = score_batch([solved for solved, _, _ in unique], [given for _, _, given in unique]).objective
+    best = np.zeros(len(unique))
+    for k, (solved, agent, given) in enumerate(unique):
+        j = solved.job_index.get(agent)
+        if j is not None:
+            taken = sum(job.gpus for job in given.jobs if job.id != agent)
+            best[k] = max(best_response_value(solved, j, taken), 0.0)
+    return base[index], best[index]
 
 
 def difference_reward(completions, scenario, **kwargs) -> list[float | None]:
@@ -64,7 +67,7 @@ def difference_reward(completions, scenario, **kwargs) -> list[float | None]:
     rows = [i for i, agent in enumerate(agents) if agent]
     if not rows:
         return rewards
-    base, best = np.array([counterfactual(scores.scenarios[i], agents[i], given[i]) for i in rows]).T
+    base, best = counterfactuals([(scores.solved[i], agents[i], given[i]) for i in rows])
     difference = scores.objective[rows] - base
     normalised = np.clip(difference / np.where(best > 0.0, best, 1.0), FLOOR, 1.0)
     no_gain = np.where(difference >= 0.0, 0.0, FLOOR)  # nothing to gain: any harm is the floor

@@ -40,7 +40,6 @@ tried). Behaviour is pinned on ~14,000 completions by ``tests/rewards/test_parse
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
@@ -50,26 +49,19 @@ from fleet_rl.plan_schema import PLAN_JSON_SCHEMA, Plan, plan_from_json, plan_fr
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from fleet_rl.scenario import Scenario
-
 __all__ = [
     "BAD_JSON",
-    "DUPLICATE_JOB",
     "MAX_COMPLETION_CHARS",
     "MAX_NESTING",
-    "MISSING_JOB",
     "NOT_TEXT",
     "NO_JSON",
     "PARSE_ERRORS",
     "PLAN_JSON_SCHEMA",
-    "SCENARIO_ERRORS",
     "SCHEMA",
     "SEVERAL_PLANS",
     "TOO_DEEP",
     "TOO_LARGE",
-    "UNKNOWN_JOB",
     "ParseResult",
-    "check_against_scenario",
     "completion_text",
     "parse_plan",
 ]
@@ -89,12 +81,6 @@ SEVERAL_PLANS = "several_plans"  # more than one plan-like object: scored as mal
 PARSE_ERRORS: frozenset[str] = frozenset(
     {NOT_TEXT, TOO_LARGE, NO_JSON, TOO_DEEP, BAD_JSON, SCHEMA, SEVERAL_PLANS}
 )
-
-# Consistency codes (check_against_scenario).
-UNKNOWN_JOB = "unknown_job"  # a plan entry whose id is not a job of the scenario
-DUPLICATE_JOB = "duplicate_job"  # an id planned more than once
-MISSING_JOB = "missing_job"  # a scenario job with no plan entry
-SCENARIO_ERRORS: tuple[str, ...] = (UNKNOWN_JOB, DUPLICATE_JOB, MISSING_JOB)
 
 # The text up to a first </think> that no <think> precedes.
 _UNOPENED_THINK = re.compile(r"(?:[^<]++|<(?!/?think>))*+</think>")
@@ -380,18 +366,3 @@ class _ObjectEnds:
         for index in stack:
             self.ends[index] = -1
         return len(self.text)
-
-
-def check_against_scenario(plan: Plan, scenario: Scenario) -> list[str]:
-    """Consistency of a plan's job ids with a scenario: a sublist of ``SCENARIO_ERRORS`` (empty when fine),
-    each code at most once, in the order ``unknown_job``, ``duplicate_job``, ``missing_job``."""
-    planned = Counter(job.id for job in plan.jobs)
-    expected = set(scenario.job_ids)
-    codes = []
-    if any(job_id not in expected for job_id in planned):
-        codes.append(UNKNOWN_JOB)
-    if any(count > 1 for count in planned.values()):
-        codes.append(DUPLICATE_JOB)
-    if any(job_id not in planned for job_id in expected):
-        codes.append(MISSING_JOB)
-    return codes

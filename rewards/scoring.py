@@ -1,27 +1,24 @@
-"""One scoring pass over a group of completions, shared by every reward function.
+"""One scoring pass over a group of completions: what every reward function reads.
 
-TRL calls each reward function in turn with the same completions; ``score_completions`` parses them, merges
-multi-agent answers with their given parts, scores all plans in one batched kernel call, applies the IRD
-rules and keeps the result for the next call with the same inputs (a one-entry cache), so ``fleet_reward``,
-the component rewards and ``difference_reward`` together cost one pass.
+``score_completions`` parses the completions, merges multi-agent answers with their given parts, scores all
+plans in one batched kernel call and applies the IRD rules. Each TRL reward function calls it with the same
+inputs, so a step with five reward functions scores its completions five times: the reward costs
+microseconds per completion next to the seconds of generating it, and nothing is kept between calls here.
 
 Per-row inputs (TRL passes dataset columns as lists, one item per completion):
-- ``scenario``: scenario JSON (or a ``Scenario``);
+- ``scenario``: scenario JSON, a ``Scenario``, or its ``SolvedScenario`` (then nothing is solved);
 - ``agent`` (optional column): the job id a multi-agent prompt asked for, ``""``/None for whole plans;
 - ``given_plan`` (optional column): the other jobs' parts as plan JSON (or a dict), for multi-agent rows.
 
-Cost (``python benchmarks/speed.py`` reports it as the ``reward`` section): per completion, the parse
+Each distinct scenario of a call is solved once, through the one cache of solved scenarios
+(``fleet_rl/solved_scenarios.py``, keyed by the JSON text): a cold solve costs milliseconds, a hit one dict
+lookup. Cost per completion (``python benchmarks/speed.py`` reports it as the ``reward`` section): the parse
 (``rewards/parsing.py``, usually one typed msgspec decode) and one row per scenario job in the kernel's
-encoder; per call, a fixed number of numpy passes over all rows (against the kernel's arena of job tables:
-none is stacked per call). Each distinct scenario of a call is decoded and solved once, looked up by its
-JSON text (cached across calls: a cold solve costs milliseconds, so scenarios should be solved before
-training, or the first epoch pays for it); ``copies_example`` compares GPU counts before anything else;
-the cache key compares the completion texts without hashing them.
+encoder; per call, a fixed number of numpy passes over all rows.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -31,15 +28,16 @@ import numpy as np
 
 from fleet_rl.kernel.batch_scoring import ScoredBatch, score_batch
 from fleet_rl.kernel.constants import OK, STATUSES
-from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
+from fleet_rl.kernel.solver import SolvedScenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
 from fleet_rl.scenario import Scenario
+from fleet_rl.solved_scenarios import solved_scenario
 from rewards.copied_example import copies_example
 from rewards.ird import NOT_DEGENERATE, answer_rules, degenerate_plans
-from rewards.parsing import ParseResult, completion_text, parse_plan
+from rewards.parsing import ParseResult, parse_plan
 
-__all__ = ["GroupScores", "best_response_value", "given_plan_from", "scenario_from_json", "score_completions"]
+__all__ = ["GroupScores", "best_response_value", "given_plan_from", "score_completions"]
 
 
 @dataclass(frozen=True)
@@ -77,31 +75,16 @@ class GroupScores:
         return self.ird_rule != NOT_DEGENERATE
 
 
-@functools.lru_cache(maxsize=4096)
-def scenario_from_json(text: str) -> Scenario:
-    """Decoded scenarios are cached: a GRPO group shares one scenario across its completions."""
-    return Scenario.from_json(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _given_plan_from_json(text: str) -> Plan:
-    return plan_from_json(text)
-
-
 def given_plan_from(value: object) -> Plan:
     """A multi-agent row's given parts as a ``Plan``; raises ``ValueError`` on a malformed column value."""
     try:
         if isinstance(value, Plan):
             return value
         if isinstance(value, str | bytes):
-            return _given_plan_from_json(value)
+            return plan_from_json(value)
         return plan_from_object(value)
     except (msgspec.DecodeError, msgspec.ValidationError) as error:
         raise ValueError(f"given_plan is not a valid plan: {error}") from error
-
-
-def _as_scenario(value: object) -> Scenario:
-    return value if isinstance(value, Scenario) else scenario_from_json(value)
 
 
 def _column(kwargs: dict, name: str, size: int) -> list:
@@ -113,96 +96,36 @@ def _column(kwargs: dict, name: str, size: int) -> list:
     return list(values)
 
 
-_last: tuple[tuple, GroupScores] | None = None
 _NOTHING = object()  # equal to no column value
 
 
-_IMMUTABLE = frozenset({str, bytes, type(None), Scenario})  # column value types that are hashable
-
-
-def _cache_key(texts: list, scenarios: Sequence, agents: list, given: list) -> tuple | None:
-    """A hashable key of the inputs, or None when some input is not hashable (then nothing is cached).
-
-    Only equality is ever asked of a key, so nothing is hashed that need not be: the texts are strings, and
-    a column is hashed only when it holds a value of another type than ``_IMMUTABLE``'s (hashing every
-    completion and scenario JSON would cost more than the cache saves)."""
-    if None in texts:
-        return None
-    columns = (tuple(scenarios), tuple(agents), tuple(given))
-    for column in columns:
-        if not _IMMUTABLE.issuperset(map(type, column)):
-            try:
-                hash(column)
-            except TypeError:
-                return None
-    return (tuple(texts), *columns)
-
-
 def score_completions(completions: Sequence, scenario: Sequence, **kwargs) -> GroupScores:
-    """Parse, merge, score and IRD-check every completion (see the module docstring); cached once."""
-    global _last
+    """Parse, merge, score and IRD-check every completion (see the module docstring)."""
     size = len(completions)
     if len(scenario) != size:
         raise ValueError(f"{size} completions but {len(scenario)} scenarios")
     agents = _column(kwargs, "agent", size)
     given = _column(kwargs, "given_plan", size)
-    texts = [
-        completion if type(completion) is str else completion_text(completion) for completion in completions
-    ]
-    key = _cache_key(texts, scenario, agents, given)
-    if key is not None and _last is not None and _last[0] == key:
-        return _last[1]
-    scores = _score(completions, texts, scenario, agents, given)
-    if key is not None:
-        _last = (key, scores)
-    return scores
+    solved = _solved_scenarios(scenario)
+    parsed = [parse_plan(completion) for completion in completions]
+    return _score(parsed, solved, agents, given)
 
 
-@functools.lru_cache(maxsize=4096)
-def _solved_from_json(text: str) -> tuple[Scenario, SolvedScenario]:
-    """A scenario JSON's scenario and solution, looked up by the text alone (hashing the ``Scenario`` for
-    ``solve_scenario``'s cache costs more than hashing its text, whose hash the string keeps). It holds the
-    same solutions as ``solve_scenario``'s cache, of the same size, used in the same order."""
-    scenario = scenario_from_json(text)
-    return scenario, solve_scenario(scenario)
-
-
-def _solved_pair(value: object) -> tuple[Scenario, SolvedScenario]:
-    if isinstance(value, str):
-        return _solved_from_json(value)
-    scenario = _as_scenario(value)
-    return scenario, solve_scenario(scenario)
-
-
-def _solved_scenarios(column: Sequence) -> tuple[list[Scenario], list[SolvedScenario]]:
-    """Each row's scenario and its solution, decoded and looked up once per distinct value (a GRPO group
-    repeats one scenario over its completions)."""
-    scenarios, solved = [], []
-    add_scenario, add_solved = scenarios.append, solved.append
-    seen: dict = {}
-    previous, scenario_k, solved_k = _NOTHING, None, None
+def _solved_scenarios(column: Sequence) -> list[SolvedScenario]:
+    """Each row's solved scenario, looked up once per run of equal values (a GRPO group repeats one
+    scenario over its adjacent completions)."""
+    solved = []
+    previous, solved_k = _NOTHING, None
     for value in column:
-        if value is not previous and value != previous:  # a group's rows are adjacent: compare, not hash
-            pair = seen.get(value)
-            if pair is None:
-                pair = seen[value] = _solved_pair(value)
-            scenario_k, solved_k = pair
+        if value is not previous and value != previous:  # compare neighbours; only a change is looked up
+            solved_k = value if isinstance(value, SolvedScenario) else solved_scenario(value)
             previous = value
-        add_scenario(scenario_k)
-        add_solved(solved_k)
-    return scenarios, solved
+        solved.append(solved_k)
+    return solved
 
 
-def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list, given: list) -> GroupScores:
-    size = len(completions)
-    scenarios, solved = _solved_scenarios(scenario)
-    if None in texts:
-        parsed = [
-            parse_plan(completion if text is None else text)
-            for completion, text in zip(completions, texts, strict=True)
-        ]
-    else:
-        parsed = list(map(parse_plan, texts))
+def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list, given: list) -> GroupScores:
+    size = len(parsed)
     index = [i for i, result in enumerate(parsed) if result.plan is not None]
     is_agent = np.fromiter(map(bool, agents), dtype=bool, count=size)
     has_plan = np.zeros(size, dtype=bool)
@@ -220,7 +143,7 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         previous, given_plan = _NOTHING, None
         for k, i in enumerate(index):
             plan = parsed[i].plan
-            copied[k] = copies_example(plan, scenarios[i], solved[i].optimal_plan)
+            copied[k] = copies_example(plan, solved[i])
             if agents[i]:
                 if given[i] is not previous and given[i] != previous:  # adjacent rows share their parts
                     previous, given_plan = given[i], given_plan_from(given[i])
@@ -236,7 +159,7 @@ def _score(completions: Sequence, texts: list, scenario: Sequence, agents: list,
         plan_rules = degenerate_plans(scored, judged.own_row, is_agent[with_plan], copied)
     return GroupScores(
         parsed=parsed,
-        scenarios=scenarios,
+        scenarios=[row.scenario for row in solved],
         solved=solved,
         is_agent=is_agent,
         has_plan=has_plan,

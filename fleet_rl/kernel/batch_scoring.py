@@ -3,24 +3,21 @@ public entry points built on it, ``evaluate`` (one plan), ``evaluate_batch`` (ma
 its arrays into ``Evaluation`` objects (``results.py``).
 
 Both scoring paths encode plans to rows, run one vectorised ``simulate`` and one ``job_values``, and sum
-job values per plan with ``np.bincount``, so a plan gets bit-identical results alone or in a batch.
+job values per plan with ``np.bincount``, so a plan gets bit-identical results alone or in a batch. A batch
+spanning several scenarios is simulated against their job tables stacked once per call (from the blocks of
+like fields each ``SolvedScenario`` carries, ``PackedJobTable.concatenate``: the values of
+``JobTable.concatenate``); every operation is per row, so a row's values do not depend on the rest of the
+batch.
 
-A batch spanning several scenarios needs their job tables side by side. ``score_batch`` simulates it against
-an arena (``_JobArena``): one capacity-sized ``JobTable`` holding the tables of every scenario scored and
-still alive, each job in a slot filled on the scenario's first use, so no table is stacked per call; a
-batch's rows are simulated with their jobs' slots in place of their batch-local indices (every operation
-is per row, so the values are those against the stacked tables; ``tests/kernel/test_arena.py`` compares
-them). ``ScoredBatch.table`` stacks the batch's tables only when asked for (``_concatenate``: one
-``np.concatenate`` per group of like fields, each table's groups stacked once and kept while it lives; the
-result is that of ``JobTable.concatenate``).
+Everything here takes the ``SolvedScenario`` as an argument and keeps nothing between calls. The public
+entry points also accept a ``Scenario`` and then solve it (milliseconds): to score many plans of one
+scenario, pass ``solve_scenario(scenario)`` once, or use ``evaluate_batch``, which solves each distinct
+scenario of its call once.
 """
 
 from __future__ import annotations
 
-import functools
 import operator
-import threading
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -40,11 +37,12 @@ from fleet_rl.kernel.constants import (
     UNSUPPORTED,
 )
 from fleet_rl.kernel.encode import RowBuffer, encode_plans
-from fleet_rl.kernel.job_table import JobTable
+from fleet_rl.kernel.job_table import JobTable, PackedJobTable
 from fleet_rl.kernel.reasons import Reason, ReasonCode
 from fleet_rl.kernel.results import Evaluation, JobResult
 from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
+from fleet_rl.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -62,124 +60,7 @@ class ScoredBatch:
     plan_sizes: np.ndarray  # (P,) rows (scenario jobs) of each plan
     # the distinct scenarios, in job-table order: rows.job indexes their jobs, one scenario after another
     solved: tuple[SolvedScenario, ...]
-
-    @functools.cached_property
-    def table(self) -> JobTable:
-        """The batch's job table (the scenarios' tables stacked), built when first asked for."""
-        tables = [solved.table for solved in self.solved]
-        return tables[0] if len(tables) == 1 else _concatenate(tables)
-
-
-_FIELDS = tuple(JobTable.__dataclass_fields__)
-_get_fields = operator.attrgetter(*_FIELDS)
-# id(table) -> (layout, blocks) for tables alive (a finalizer drops the entry with its table):
-# layout groups the fields of one dtype and trailing shape; blocks[g] stacks group g's fields, (k, J, ...).
-_PACKED: dict[int, tuple[tuple, tuple[np.ndarray, ...]]] = {}
-_LAYOUTS: dict[tuple, tuple] = {}  # one shared object per layout, so layouts compare by identity
-
-
-def _packed(table: JobTable) -> tuple[tuple, tuple[np.ndarray, ...]]:
-    entry = _PACKED.get(id(table))
-    if entry is None:
-        groups: dict[tuple, list[int]] = {}
-        values = _get_fields(table)
-        for i, value in enumerate(values):
-            groups.setdefault((value.dtype.str, value.shape[1:]), []).append(i)
-        layout = tuple((key, tuple(indices)) for key, indices in groups.items())
-        layout = _LAYOUTS.setdefault(layout, layout)
-        blocks = tuple(np.stack([values[i] for i in indices]) for _, indices in layout)
-        entry = _PACKED[id(table)] = (layout, blocks)
-        weakref.finalize(table, _PACKED.pop, id(table), None)
-    return entry
-
-
-def _concatenate(tables: list[JobTable]) -> JobTable:
-    """``JobTable.concatenate`` with one ``np.concatenate`` per group of like fields instead of one per
-    field: each table's fields are stacked once, on first use (``_packed``). Same values, same dtypes and
-    shapes, and every field C-contiguous, as ``JobTable.concatenate`` gives."""
-    packs = [_packed(table) for table in tables]
-    layout = packs[0][0]
-    if any(pack[0] is not layout for pack in packs):
-        return JobTable.concatenate(tables)
-    fields: list = [None] * len(_FIELDS)
-    for g, (_, indices) in enumerate(layout):
-        block = np.concatenate([pack[1][g] for pack in packs], axis=1)
-        for k, i in enumerate(indices):
-            fields[i] = block[k]
-    return JobTable(*fields)
-
-
-class _JobArena:
-    """The job tables of every scenario scored (and still alive) in one capacity-sized ``JobTable``, so that a
-    batch spanning many scenarios is simulated against it in place, without stacking tables per call.
-
-    Each job of a ``SolvedScenario`` gets a slot (a row of ``table``) on the scenario's first use; a
-    batch's rows are simulated with their jobs' slots in place of their batch-local job indices (the same
-    values, row by row). The slots return to a free list when the ``SolvedScenario`` is collected (it
-    lives while it stays in ``solve_scenario``'s cache or a caller holds it), and the table grows by
-    doubling, so it holds about as much as the live scenarios' own tables. One arena per ``layout`` (the
-    dtype and trailing shape of every field; every ``build_job_table`` table has the same)."""
-
-    def __init__(self, layout: tuple) -> None:
-        self.layout = layout
-        self.capacity = 0
-        self.table = self._allocate(0)
-        self.reference = np.empty(0)  # (capacity,) each slot's reference tokens/s (job_values)
-        self.used = 0  # slots handed out so far; the free list holds the released ones below it
-        self.free: list[int] = []
-
-    def _allocate(self, capacity: int) -> JobTable:
-        return JobTable(*(np.empty((capacity, *shape), dtype=dtype) for dtype, shape in self.layout))
-
-    def add(self, solved: SolvedScenario) -> np.ndarray:
-        """Slots for the jobs of ``solved``, filled with its table; they are freed with ``solved``."""
-        count = solved.table.num_jobs
-        reused = [self.free.pop() for _ in range(min(count, len(self.free)))]
-        fresh = list(range(self.used, self.used + count - len(reused)))
-        self.used += len(fresh)
-        if self.used > self.capacity:
-            self._grow(max(2 * self.capacity, self.used, 64))
-        slots = np.array(reused + fresh, dtype=np.int64)
-        for target, value in zip(_get_fields(self.table), _get_fields(solved.table), strict=True):
-            target[slots] = value
-        self.reference[slots] = solved.reference_tokens_per_s
-        return slots
-
-    def _grow(self, capacity: int) -> None:
-        table, size = self._allocate(capacity), self.capacity
-        for target, value in zip(_get_fields(table), _get_fields(self.table), strict=True):
-            target[:size] = value
-        reference = np.empty(capacity)
-        reference[:size] = self.reference
-        self.table, self.reference, self.capacity = table, reference, capacity
-
-
-_ARENAS: dict[tuple, _JobArena] = {}  # by layout
-_PLACED: dict[int, tuple[_JobArena, np.ndarray]] = {}  # id(solved) -> its arena and slots, while it lives
-# Placing and releasing (reentrant: a release may run from a collection inside a placement); the lookup of
-# a scenario already placed takes no lock, and its slots hold their values until it is collected.
-_ARENA_LOCK = threading.RLock()
-
-
-def _placed(solved: SolvedScenario) -> tuple[_JobArena, np.ndarray]:
-    entry = _PLACED.get(id(solved))
-    if entry is None:
-        with _ARENA_LOCK:
-            entry = _PLACED.get(id(solved))
-            if entry is None:
-                layout = tuple((value.dtype, value.shape[1:]) for value in _get_fields(solved.table))
-                arena = _ARENAS.get(layout)
-                if arena is None:
-                    arena = _ARENAS[layout] = _JobArena(layout)
-                entry = _PLACED[id(solved)] = (arena, arena.add(solved))
-                weakref.finalize(solved, _release, id(solved)).atexit = False  # nothing to free at exit
-    return entry
-
-
-def _release(key: int) -> None:
-    with _ARENA_LOCK:
-        arena, slots = _PLACED.pop(key)
-        arena.free.extend(slots.tolist())
+    table: JobTable  # their job tables, stacked
 
 
 def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) -> ScoredBatch:
@@ -203,7 +84,7 @@ def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) 
     buffer = RowBuffer()
     plan_reasons = encode_plans(plans, solved_list, job_offsets, buffer)
     rows = buffer.to_rows()
-    results, values = _simulate_in_arena(distinct, rows)
+    results, values, table = _simulate(distinct, rows)
     plan_sizes = np.array(sizes, dtype=np.int64)
     plan_of_row = np.repeat(np.arange(len(sizes)), plan_sizes)
     objective = np.bincount(plan_of_row, weights=values, minlength=len(sizes))
@@ -214,35 +95,36 @@ def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) 
         ratio = np.where(optimal_objective > 0, objective / optimal_objective, 1.0)
     score = np.where(valid, np.clip(ratio, 0.0, 1.0), 0.0)
     return ScoredBatch(
-        rows, results, values, objective, valid, score, plan_reasons, plan_of_row, plan_sizes, tuple(distinct)
+        rows,
+        results,
+        values,
+        objective,
+        valid,
+        score,
+        plan_reasons,
+        plan_of_row,
+        plan_sizes,
+        tuple(distinct),
+        table,
     )
 
 
-def _simulate_in_arena(distinct: list[SolvedScenario], rows: PlanRows) -> tuple[RowResults, np.ndarray]:
+def _stacked_table(distinct: Sequence[SolvedScenario]) -> JobTable:
+    if len(distinct) == 1:
+        return distinct[0].table
+    return PackedJobTable.concatenate([solved.packed_table for solved in distinct])
+
+
+def _simulate(distinct: Sequence[SolvedScenario], rows: PlanRows) -> tuple[RowResults, np.ndarray, JobTable]:
     """``simulate`` and ``job_values`` of ``rows`` (whose jobs index the ``distinct`` scenarios' jobs, in
-    order) against the arena holding their tables: the same values as against their stacked tables."""
-    arena, slots = _placed(distinct[0])
-    if len(distinct) > 1:
-        placed = [_placed(solved) for solved in distinct]
-        if len(_ARENAS) > 1 and any(other is not arena for other, _ in placed):  # tables of several layouts
-            tables = [solved.table for solved in distinct]
-            reference = np.concatenate([solved.reference_tokens_per_s for solved in distinct])
-            table = JobTable.concatenate(tables)
-            results = simulate(table, rows)
-            return results, job_values(table, rows, results, reference)
-        slots = np.concatenate([slots for _, slots in placed])
-    rows = PlanRows(
-        slots.take(rows.job),
-        rows.gpus,
-        rows.tensor_parallel,
-        rows.precision,
-        rows.micro_batch_size,
-        rows.activation_checkpointing,
-        rows.kv_cache,
-        rows.invalid,
-    )
-    results = simulate(arena.table, rows)
-    return results, job_values(arena.table, rows, results, arena.reference)
+    order) against their stacked tables, which it also returns."""
+    table = _stacked_table(distinct)
+    if len(distinct) == 1:
+        reference = distinct[0].reference_tokens_per_s
+    else:
+        reference = np.concatenate([solved.reference_tokens_per_s for solved in distinct])
+    results = simulate(table, rows)
+    return results, job_values(table, rows, results, reference), table
 
 
 def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: str) -> Reason | None:
@@ -332,18 +214,23 @@ def _evaluations(solved_list: Sequence[SolvedScenario], scored: ScoredBatch) -> 
     return out
 
 
-def evaluate(scenario, plan: object) -> Evaluation:
-    """Score one plan (dict, JSON text, ``Plan``, or anything else) against ``scenario``. Never raises on
-    a bad plan: it returns ``valid=False`` with reason codes."""
-    solved = solve_scenario(scenario)
+def _solved(scenario: Scenario | SolvedScenario) -> SolvedScenario:
+    return scenario if isinstance(scenario, SolvedScenario) else solve_scenario(scenario)
+
+
+def evaluate(scenario: Scenario | SolvedScenario, plan: object) -> Evaluation:
+    """Score one plan (dict, JSON text, ``Plan``, or anything else) against a scenario, or against its
+    ``solve_scenario`` result (no solve: microseconds). Never raises on a bad plan: it returns
+    ``valid=False`` with reason codes."""
+    solved = _solved(scenario)
     return _evaluations([solved], score_batch([solved], [plan]))[0]
 
 
 def evaluate_batch(scenarios_or_one, plans: Sequence[object]) -> list[Evaluation]:
-    """Score many plans at once: one scenario for all, or one scenario per plan. Identical, item by item,
-    to ``evaluate``."""
+    """Score many plans at once: one scenario (or ``SolvedScenario``) for all, or one per plan; each
+    distinct scenario is solved once. Identical, item by item, to ``evaluate``."""
     plans = list(plans)
-    if hasattr(scenarios_or_one, "jobs"):
+    if isinstance(scenarios_or_one, Scenario | SolvedScenario):
         scenarios = [scenarios_or_one] * len(plans)
     else:
         scenarios = list(scenarios_or_one)
@@ -351,13 +238,19 @@ def evaluate_batch(scenarios_or_one, plans: Sequence[object]) -> list[Evaluation
             raise ValueError(
                 f"got {len(scenarios)} scenarios for {len(plans)} plans; pass one or one per plan"
             )
-    solved_list = [solve_scenario(scenario) for scenario in scenarios]
     if not plans:
         return []
+    solved_by_scenario: dict[Scenario | SolvedScenario, SolvedScenario] = {}
+    solved_list = []
+    for scenario in scenarios:
+        solved = solved_by_scenario.get(scenario)
+        if solved is None:
+            solved = solved_by_scenario[scenario] = _solved(scenario)
+        solved_list.append(solved)
     return _evaluations(solved_list, score_batch(solved_list, plans))
 
 
-def solve(scenario) -> Evaluation:
+def solve(scenario: Scenario | SolvedScenario) -> Evaluation:
     """The exact optimum: an ``Evaluation`` of the best plan, with ``.plan`` set and ``.score == 1.0``."""
-    solved = solve_scenario(scenario)
-    return replace(evaluate(scenario, solved.optimal_plan), plan=solved.optimal_plan)
+    solved = _solved(scenario)
+    return replace(evaluate(solved, solved.optimal_plan), plan=solved.optimal_plan)

@@ -7,6 +7,7 @@ field instead of a Python loop. Built once per scenario and cached with the scen
 from __future__ import annotations
 
 import itertools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,6 +109,50 @@ class JobTable:
         """Stack several tables along the job axis (for batches spanning scenarios)."""
         fields = JobTable.__dataclass_fields__
         return JobTable(**{name: np.concatenate([getattr(t, name) for t in tables]) for name in fields})
+
+    def packed(self) -> PackedJobTable:
+        """The table with its fields of one dtype and trailing shape stacked into one block each, so that
+        stacking tables costs one ``np.concatenate`` per block instead of one per field (54)."""
+        values = _get_fields(self)
+        groups: dict[tuple, list[int]] = {}
+        for i, value in enumerate(values):
+            groups.setdefault((value.dtype.str, value.shape[1:]), []).append(i)
+        layout = tuple((key, tuple(indices)) for key, indices in groups.items())
+        return PackedJobTable(layout, tuple(np.stack([values[i] for i in indices]) for _, indices in layout))
+
+
+_FIELDS = tuple(JobTable.__dataclass_fields__)
+_get_fields = operator.attrgetter(*_FIELDS)
+
+
+@dataclass(frozen=True)
+class PackedJobTable:
+    """A ``JobTable`` as blocks of like fields (``JobTable.packed``): ``blocks[g]`` is (fields, J, ...) and
+    ``layout[g]`` names its (dtype, trailing shape) and the fields' indices in ``JobTable`` order."""
+
+    layout: tuple[tuple[tuple, tuple[int, ...]], ...]
+    blocks: tuple[np.ndarray, ...]
+
+    @staticmethod
+    def concatenate(packs: list[PackedJobTable]) -> JobTable:
+        """``JobTable.concatenate`` of the tables: the same values, dtypes and shapes, every field
+        C-contiguous; one ``np.concatenate`` per block (falls back to per field if the layouts differ)."""
+        layout = packs[0].layout
+        if any(pack.layout != layout for pack in packs):
+            return JobTable.concatenate([pack.unpacked() for pack in packs])
+        fields: list = [None] * len(_FIELDS)
+        for g, (_, indices) in enumerate(layout):
+            block = np.concatenate([pack.blocks[g] for pack in packs], axis=1)
+            for k, i in enumerate(indices):
+                fields[i] = block[k]
+        return JobTable(*fields)
+
+    def unpacked(self) -> JobTable:
+        fields: list = [None] * len(_FIELDS)
+        for block, (_, indices) in zip(self.blocks, self.layout, strict=True):
+            for k, i in enumerate(indices):
+                fields[i] = block[k]
+        return JobTable(*fields)
 
 
 def _lora_adapter_params(model) -> int:

@@ -10,7 +10,7 @@ from conftest import ALL_BF16, job_plan, one_job
 
 from fleet_rl import Scenario, make_scenario
 from fleet_rl.catalog import GPUS, MODULE_GROUPS, PRECISIONS
-from fleet_rl.kernel import evaluate, evaluate_batch, solve
+from fleet_rl.kernel import batch_scoring, evaluate, evaluate_batch, solve, solve_scenario
 from fleet_rl.kernel.reasons import ReasonCode
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
 
@@ -112,6 +112,29 @@ def test_reason_codes_are_precise(two_job_scenario):
         assert result.reason_codes[0] is ReasonCode(code), code
 
 
+@pytest.mark.parametrize(
+    ("job_ids", "codes", "unallocated"),
+    [
+        (("chat", "tune"), [], []),  # consistent
+        (("tune", "chat"), [], []),  # order does not matter
+        (("chat",), [], ["tune"]),  # a job left out: valid, unallocated
+        (("chat", "tune", "ghost"), ["unknown_job"], []),  # an invented job
+        (("chat", "chat", "tune"), ["duplicate_job"], []),  # planned twice
+        (("chat", "chat"), ["duplicate_job"], []),
+        (("ghost", "ghost"), ["unknown_job", "unknown_job"], []),  # an invented id is unknown each time
+        ((), [], ["chat", "tune"]),  # an empty plan
+    ],
+)
+def test_job_ids_are_checked_against_the_scenario(two_job_scenario, job_ids, codes, unallocated):
+    part = {"gpus": 1, "tensor_parallel": 1, "precision": ALL_BF16}
+    result = evaluate(two_job_scenario, {"jobs": [{**part, "id": job_id} for job_id in job_ids]})
+    id_codes = {ReasonCode.UNKNOWN_JOB, ReasonCode.DUPLICATE_JOB}
+    assert [str(code) for code in result.reason_codes if code in id_codes] == codes
+    assert result.valid == (not codes)
+    if result.valid:
+        assert [job.id for job in result.jobs if job.status == "unallocated"] == unallocated
+
+
 def test_every_reason_text_starts_with_its_code():
     rng = random.Random(3)
     seen = set()
@@ -159,10 +182,33 @@ def test_batch_equals_scalar_item_by_item():
         pairs += [(scenario, solve(scenario).plan), (scenario, GARBAGE[rng.randrange(len(GARBAGE))])]
     rng.shuffle(pairs)
     batch = evaluate_batch([s for s, _ in pairs], [p for _, p in pairs])
-    assert batch == [evaluate(s, p) for s, p in pairs]  # exact equality, floats included
+    solved = {scenario: solve_scenario(scenario) for scenario in scenarios}
+    assert batch == [evaluate(solved[s], p) for s, p in pairs]  # exact equality, floats included
     one = pairs[0][0]
     same_scenario = [p for s, p in pairs if s is one]
     assert evaluate_batch(one, same_scenario) == [evaluate(one, p) for p in same_scenario]
+
+
+def test_a_solved_scenario_scores_like_its_scenario_and_each_scenario_is_solved_once(monkeypatch):
+    scenarios = [make_scenario("medium", 1), make_scenario("hard", 2)]
+    plans = [random_plan(scenario, random.Random(k)) for k, scenario in enumerate(scenarios)]
+    solved = [solve_scenario(scenario) for scenario in scenarios]
+    for k, plan in enumerate(plans):
+        assert evaluate(solved[k], plan) == evaluate(scenarios[k], plan)
+    assert solve(solved[1]) == solve(scenarios[1])
+    calls = []
+
+    def counted(scenario):
+        calls.append(scenario)
+        return solve_scenario(scenario)
+
+    monkeypatch.setattr(batch_scoring, "solve_scenario", counted)
+    equal_copy = Scenario.from_json(scenarios[0].to_json())  # equal, not the same object
+    evaluate_batch([scenarios[0], scenarios[1], equal_copy, scenarios[1]], plans * 2)
+    assert calls == scenarios  # one solve per distinct scenario of the call
+    calls.clear()
+    evaluate_batch(solved, plans)  # already solved: nothing to solve
+    assert calls == []
 
 
 def test_batch_rejects_mismatched_lengths(two_job_scenario):

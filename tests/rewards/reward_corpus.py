@@ -39,6 +39,7 @@ SCENARIO_SEEDS = range(9)
 GROUPS_PER_SCENARIO = 42
 GROUP_SIZE = 8
 GROUPS_PER_CALL = 4
+PLANNERS = ("even_bf16", "random", "random_split", "optimal")  # the answers' sources, fixed: not BASELINES
 
 
 def _example_under(scenario) -> dict:
@@ -56,7 +57,7 @@ def _row(task: str, seed: int) -> dict:
     from fleet_rl.multiagent import agent_request, own_part
 
     scenario = make_scenario(task, seed)
-    plans = [planner(scenario, seed) for planner in BASELINES.values()] + [_example_under(scenario)]
+    plans = [BASELINES[name](scenario, seed) for name in PLANNERS] + [_example_under(scenario)]
     agent, given = agent_request(scenario, seed) if task == "multiagent" else ("", {})
     if agent:
         plans += [own_part(plan, agent) for plan in plans]

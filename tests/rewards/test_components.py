@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet_rl.kernel import evaluate, solve
+from fleet_rl.solved_scenarios import solved_scenario
 from rewards import (
     REWARD_FUNCS,
     efficiency_reward,
@@ -20,7 +22,7 @@ from rewards import (
 )
 from tests.design_example import SCENARIO, SCENARIO_JSON
 
-OPTIMAL = json.dumps(solve(SCENARIO).plan)
+OPTIMAL = json.dumps(solve(solved_scenario(SCENARIO)).plan)
 BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
 HALF = json.dumps({"jobs": [{"id": "chat", "gpus": 4, "tensor_parallel": 4, "precision": BF16}]})
 CRASHING = json.dumps(
@@ -61,9 +63,9 @@ def test_feasibility_reward_is_the_share_of_jobs_that_run():
 def test_efficiency_reward_is_the_kernel_score():
     values = call(efficiency_reward)
     assert values[0] == pytest.approx(1.0)
-    assert values[1] == pytest.approx(evaluate(SCENARIO, json.loads(CRASHING)).score)
+    assert values[1] == pytest.approx(evaluate(solved_scenario(SCENARIO), json.loads(CRASHING)).score)
     assert 0.0 < values[1] < 1.0  # the chat half still earns
-    assert values[2] == pytest.approx(evaluate(SCENARIO, json.loads(HALF)).score)
+    assert values[2] == pytest.approx(evaluate(solved_scenario(SCENARIO), json.loads(HALF)).score)
     assert values[3:] == [0.0] * 6  # IRD or no plan
 
 
@@ -80,12 +82,14 @@ def test_registry_lists_every_reward_by_its_function_name():
         assert fn.__name__ == name  # TRL logs rewards/<__name__>/mean
 
 
-def test_components_share_one_scoring_pass():
+def test_the_scoring_pass_keeps_nothing_between_calls():
     first = score_completions(list(COMPLETIONS), [SCENARIO_JSON] * len(COMPLETIONS))
     again = score_completions(list(COMPLETIONS), [SCENARIO_JSON] * len(COMPLETIONS))
-    assert again is first  # the cache hit: same inputs, same object
-    other = score_completions([OPTIMAL], [SCENARIO_JSON])
-    assert other is not first
+    assert again is not first  # scored again, not looked up
+    assert np.array_equal(again.score, first.score) and np.array_equal(again.ird_rule, first.ird_rule)
+    solved = solved_scenario(SCENARIO_JSON)  # a column of solved scenarios is scored without a lookup
+    given_solved = score_completions(list(COMPLETIONS), [solved] * len(COMPLETIONS))
+    assert np.array_equal(given_solved.score, first.score)
 
 
 def test_trl_kwargs_are_accepted():

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from fleet_rl import make_scenario
 from fleet_rl.baselines import even_bf16, random_plan
 from fleet_rl.catalog import PRECISIONS
-from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, plan_from_object
 from fleet_rl.prompts import EXAMPLE_SCENARIO, example_plan
 from fleet_rl.scenario import Scenario
 from fleet_rl.scenario_generator import TASKS
+from fleet_rl.solved_scenarios import solved_scenario
 from rewards import fleet_reward
 from rewards.copied_example import copies_example, job_settings
 
@@ -32,7 +32,11 @@ scenarios = st.builds(make_scenario, st.sampled_from(TASKS), st.integers(0, 5_00
 
 
 def optimum(scenario: Scenario) -> dict:
-    return solve_scenario(scenario).optimal_plan
+    return solved_scenario(scenario).optimal_plan
+
+
+def is_copy(plan, scenario: Scenario) -> bool:
+    return copies_example(plan, solved_scenario(scenario))
 
 
 def example_part(job) -> dict:
@@ -86,9 +90,8 @@ def copies(draw):
 @given(copies())
 def test_a_copied_example_job_is_caught_in_any_order_and_dress(case):
     scenario, plan, expected = case
-    best = optimum(scenario)
-    assert copies_example(plan, scenario, best) == expected
-    assert copies_example(plan_from_object(plan), scenario, plan_from_object(best)) == expected
+    assert is_copy(plan, scenario) == expected
+    assert is_copy(plan_from_object(plan), scenario) == expected
 
 
 @settings(max_examples=60, deadline=None)
@@ -102,7 +105,7 @@ def test_the_example_answer_under_the_scenarios_ids_is_a_copy_whatever_the_order
         copy = example_part(job)
         rest = [part for part in best["jobs"] if part["id"] != job.id]
         for jobs in ([copy, *rest], [*rest, copy]):
-            assert copies_example({"jobs": jobs}, scenario, best) == differs_from_optimum(scenario, copy)
+            assert is_copy({"jobs": jobs}, scenario) == differs_from_optimum(scenario, copy)
 
 
 def test_a_copy_is_caught_in_most_generated_scenarios():
@@ -114,7 +117,7 @@ def test_a_copy_is_caught_in_most_generated_scenarios():
             if job.kind == "serve":
                 total += 1
                 plan = {"jobs": [example_part(job)]}
-                hits += copies_example(plan, scenario, optimum(scenario))
+                hits += is_copy(plan, scenario)
     assert total >= 20 and hits >= 0.8 * total
 
 
@@ -123,7 +126,7 @@ def test_a_copy_is_caught_in_most_generated_scenarios():
 def test_ignored_fields_and_spelled_out_defaults_change_nothing(scenario, seed, data):
     best = optimum(scenario)
     for plan in (random_plan(scenario, seed), even_bf16(scenario), best):
-        verdict = copies_example(plan, scenario, best)
+        verdict = is_copy(plan, scenario)
         dressed = []
         for part, job in zip(plan["jobs"], scenario.jobs, strict=True):
             part = {**part, **ignored_fields(data.draw, job)}
@@ -133,19 +136,19 @@ def test_ignored_fields_and_spelled_out_defaults_change_nothing(scenario, seed, 
                 part.setdefault("micro_batch_size", 1)
                 part.setdefault("activation_checkpointing", False)
             dressed.append(part)
-        assert copies_example({"jobs": dressed}, scenario, best) == verdict
+        assert is_copy({"jobs": dressed}, scenario) == verdict
 
 
 @settings(max_examples=100, deadline=None)
 @given(scenarios)
 def test_the_optimum_is_never_a_copy(scenario):
     best = optimum(scenario)
-    assert not copies_example(best, scenario, best)
-    assert not copies_example(plan_from_object(best), scenario, best)
+    assert not is_copy(best, scenario)
+    assert not is_copy(plan_from_object(best), scenario)
 
 
 def test_the_example_answered_with_its_own_answer_is_no_copy():
-    assert not copies_example(example_plan(), EXAMPLE_SCENARIO, example_plan())
+    assert not is_copy(example_plan(), EXAMPLE_SCENARIO)
     # The same jobs under other ids, in the other order: the answer is still right.
     renamed = Scenario.from_dict(
         {
@@ -157,7 +160,7 @@ def test_the_example_answered_with_its_own_answer_is_no_copy():
         }
     )
     answer = {"jobs": [{**part, "id": f"job-{i}"} for i, part in enumerate(example_plan()["jobs"])]}
-    assert not copies_example(answer, renamed, optimum(renamed))
+    assert not is_copy(answer, renamed)
 
 
 def test_honest_baselines_are_not_flagged():
@@ -166,7 +169,6 @@ def test_honest_baselines_are_not_flagged():
     for task in TASKS:
         for seed in range(40):
             scenario = make_scenario(task, seed)
-            best = optimum(scenario)
             plain = even_bf16(scenario)
             plain_16 = {
                 "jobs": [
@@ -175,13 +177,13 @@ def test_honest_baselines_are_not_flagged():
                 ]
             }
             for plan in (plain, plain_16, *(random_plan(scenario, seed * 7 + k) for k in range(3))):
-                assert not copies_example(plan, scenario, best), (task, seed, plan)
+                assert not is_copy(plan, scenario), (task, seed, plan)
 
 
 @pytest.mark.parametrize("plan", [{"jobs": "nope"}, {}, {"jobs": []}])
 def test_a_mapping_that_is_no_plan_copies_nothing(plan):
     scenario = make_scenario("medium", 1)
-    assert not copies_example(plan, scenario, optimum(scenario))
+    assert not is_copy(plan, scenario)
 
 
 def test_the_reward_of_a_reordered_copy_is_the_ird_reward():

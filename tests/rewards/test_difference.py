@@ -11,15 +11,17 @@ from hypothesis import strategies as st
 from fleet_rl import make_scenario
 from fleet_rl.kernel import evaluate, solve
 from fleet_rl.multiagent import agent_request
+from fleet_rl.solved_scenarios import solved_scenario
 from rewards import difference_reward, fleet_reward
-from rewards.difference import FLOOR, counterfactual
+from rewards.difference import FLOOR, counterfactuals
 from rewards.scoring import given_plan_from
 
 SEED = 3
 SCENARIO = make_scenario("multiagent", SEED)
+SOLVED = solved_scenario(SCENARIO)
 AGENT, GIVEN = agent_request(SCENARIO, SEED)
 GIVEN_JSON = json.dumps(GIVEN)
-BEST_PART = next(job for job in solve(SCENARIO).plan["jobs"] if job["id"] == AGENT)
+BEST_PART = next(job for job in solve(SOLVED).plan["jobs"] if job["id"] == AGENT)
 FREE_GPUS = SCENARIO.cluster.count - sum(job["gpus"] for job in GIVEN["jobs"])
 FP16 = {"embedding": "fp16", "attention": "fp16", "mlp": "fp16", "norm": "fp16", "lm_head": "fp16"}
 
@@ -40,7 +42,10 @@ def test_the_fixture_leaves_the_agent_gpus_to_use():
 def test_best_response_gets_1_a_crash_and_abstaining_get_0():
     crash = answer(gpus=1, tensor_parallel=1, micro_batch_size=64)  # 64 x 8192 tokens on one T4
     assert (
-        evaluate(SCENARIO, {"jobs": [*GIVEN["jobs"], json.loads(crash)["jobs"][0]]}).statuses[AGENT] == "oom"
+        evaluate(
+            solved_scenario(SCENARIO), {"jobs": [*GIVEN["jobs"], json.loads(crash)["jobs"][0]]}
+        ).statuses[AGENT]
+        == "oom"
     )
     best, crashed, idle = rewards(answer(), crash, answer(gpus=0))
     assert best == pytest.approx(1.0)
@@ -54,9 +59,9 @@ def test_the_difference_is_the_joint_objective_minus_the_counterfactual():
     part = answer(precision=FP16, micro_batch_size=1, activation_checkpointing=True)
     (value,) = rewards(part)
     merged = {"jobs": [*GIVEN["jobs"], json.loads(part)["jobs"][0]]}
-    base, best = counterfactual(SCENARIO, AGENT, given_plan_from(GIVEN_JSON))
-    assert base == pytest.approx(evaluate(SCENARIO, GIVEN).objective)  # cᵢ: the agent's job unallocated
-    expected = (evaluate(SCENARIO, merged).objective - base) / best
+    (base,), (best,) = counterfactuals([(SOLVED, AGENT, given_plan_from(GIVEN_JSON))])
+    assert base == pytest.approx(evaluate(SOLVED, GIVEN).objective)  # cᵢ: the agent's job unallocated
+    expected = (evaluate(SOLVED, merged).objective - base) / best
     assert value == pytest.approx(expected)
     assert 0.0 < value < 1.0
 
@@ -86,7 +91,7 @@ def test_malformed_and_degenerate_answers_get_the_floor(completion, why):
 def test_rows_without_an_agent_get_none_so_trl_skips_them():
     scenario = make_scenario("medium", 0)
     out = difference_reward(
-        [json.dumps(solve(scenario).plan), answer()],
+        [json.dumps(solve(solved_scenario(scenario)).plan), answer()],
         [scenario.to_json(), SCENARIO.to_json()],
         agent=["", AGENT],
         given_plan=["", GIVEN_JSON],

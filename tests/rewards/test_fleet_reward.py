@@ -8,10 +8,11 @@ import pytest
 
 from fleet_rl.kernel import evaluate, solve
 from fleet_rl.prompts import example_plan, format_answer
+from fleet_rl.solved_scenarios import solved_scenario
 from rewards import IRD_REWARD, REWARD_FUNCS, fleet_reward
 from tests.design_example import SCENARIO, SCENARIO_JSON
 
-OPTIMAL = solve(SCENARIO).plan
+OPTIMAL = solve(solved_scenario(SCENARIO)).plan
 BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
 # a feasible but sub-optimal plan: everything bf16, an even split
 CONSERVATIVE = {
@@ -36,7 +37,7 @@ def reward(*completions: str, **kwargs) -> list[float]:
 
 
 def test_the_crashing_fixture_really_crashes():
-    result = evaluate(SCENARIO, CRASHING)
+    result = evaluate(solved_scenario(SCENARIO), CRASHING)
     assert result.statuses == {"chat": "ok", "tune": "oom"}
 
 
@@ -70,7 +71,7 @@ def test_reward_rises_with_the_kernel_score_among_feasible_plans():
     plans.append(
         {"jobs": [{**CONSERVATIVE["jobs"][0], "gpus": 2, "tensor_parallel": 2}, CONSERVATIVE["jobs"][1]]}
     )  # chat on fewer GPUs
-    scores = [evaluate(SCENARIO, plan).score for plan in plans]
+    scores = [evaluate(solved_scenario(SCENARIO), plan).score for plan in plans]
     rewards = reward(*(json.dumps(plan) for plan in plans))
     assert sorted(range(3), key=scores.__getitem__) == sorted(range(3), key=rewards.__getitem__)
 
@@ -129,7 +130,7 @@ def test_idling_a_job_the_optimum_runs_ranks_above_crashing_it_and_below_every_f
     )
     both = {"jobs": [CRASHING["jobs"][0], {**CRASHING["jobs"][1], "precision": {**BF16, "norm": "fp8"}}]}
     (two_faults,) = reward(json.dumps(both))  # out of memory and unstable
-    assert evaluate(SCENARIO, unstable).statuses["tune"] == "unstable"
+    assert evaluate(solved_scenario(SCENARIO), unstable).statuses["tune"] == "unstable"
     assert IRD_REWARD < two_faults < crashing <= idled < conservative  # one fault: as much as idling
     assert unstable_reward <= idled and starving < conservative
 

@@ -13,10 +13,8 @@ from hypothesis import strategies as st
 from fleet_rl.plan_schema import Plan, plan_from_object
 from rewards import (
     BAD_JSON,
-    DUPLICATE_JOB,
     MAX_COMPLETION_CHARS,
     MAX_NESTING,
-    MISSING_JOB,
     NO_JSON,
     NOT_TEXT,
     PARSE_ERRORS,
@@ -25,12 +23,9 @@ from rewards import (
     SEVERAL_PLANS,
     TOO_DEEP,
     TOO_LARGE,
-    UNKNOWN_JOB,
     ParseResult,
-    check_against_scenario,
     parse_plan,
 )
-from tests.design_example import SCENARIO
 
 # The DESIGN.md §3 example plan, written out as the model would.
 PLAN_TEXT = (
@@ -321,30 +316,3 @@ def test_fuzz_corrupted_plan(cut, noise):
 
 def test_schema_is_reexported():
     assert PLAN_JSON_SCHEMA["$ref"].endswith("/Plan")
-
-
-# --- check_against_scenario
-
-
-def plan_with_ids(*job_ids: str) -> Plan:
-    jobs = [json.loads(PLAN_TEXT)["jobs"][0] | {"id": job_id} for job_id in job_ids]
-    plan, error, _ = parse_plan(json.dumps({"jobs": jobs}))
-    assert error is None
-    return plan
-
-
-@pytest.mark.parametrize(
-    ("job_ids", "codes"),
-    [
-        (("chat", "tune"), []),  # consistent
-        (("tune", "chat"), []),  # order does not matter
-        (("chat",), [MISSING_JOB]),  # tune left out
-        (("chat", "tune", "ghost"), [UNKNOWN_JOB]),  # invented job
-        (("chat", "chat", "tune"), [DUPLICATE_JOB]),  # planned twice
-        (("chat", "chat"), [DUPLICATE_JOB, MISSING_JOB]),
-        (("ghost", "ghost"), [UNKNOWN_JOB, DUPLICATE_JOB, MISSING_JOB]),
-        ((), [MISSING_JOB]),  # an empty plan
-    ],
-)
-def test_check_against_scenario(job_ids, codes):
-    assert check_against_scenario(plan_with_ids(*job_ids), SCENARIO) == codes

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet_rl import make_scenario
-from fleet_rl.kernel.solver import solve_scenario
 from fleet_rl.plan_schema import plan_from_object
 from fleet_rl.scenario_generator import TASKS
+from fleet_rl.solved_scenarios import solved_scenario
 from rewards import MAX_COMPLETION_CHARS, PARSE_ERRORS, SEVERAL_PLANS, TOO_LARGE, fleet_reward, parse_plan
 
 WORDS = ["Let", "me", "think.", "use", "fp8", "for", "the", "mlp", "x", "1", "step", "->", "if", "(a)", "\n"]
@@ -30,7 +30,7 @@ scenarios = st.builds(make_scenario, st.sampled_from(TASKS), st.integers(0, 2_00
 
 
 def optimum(scenario) -> dict:
-    return solve_scenario(scenario).optimal_plan
+    return solved_scenario(scenario).optimal_plan
 
 
 def assert_parses_to(text: str, plan: dict) -> None:
