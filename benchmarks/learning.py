@@ -364,10 +364,23 @@ def _aggregate(evaluations: list[dict], description: str) -> dict:
     }
 
 
-def _start_description(script_args) -> str:
-    if script_args.sft_steps <= 0:
-        return "base model, zero-shot"
-    return f"{script_args.sft_steps}-step SFT warm start on {script_args.sft_target} plans"
+def _earlier_warm_start(model_args) -> dict:
+    """The ``warm_start.json`` of a model directory that an earlier run's SFT warm start wrote, or {}."""
+    marker = Path(model_args.model_name_or_path or "") / "warm_start.json"
+    return json.loads(marker.read_text()) if marker.is_file() else {}
+
+
+def _start_description(script_args, model_args) -> str:
+    base = " (NF4 base)" if model_args.load_in_4bit else ""
+    if script_args.sft_steps > 0:
+        return f"{script_args.sft_steps}-step SFT warm start on {script_args.sft_target} plans{base}"
+    earlier = _earlier_warm_start(model_args)
+    if earlier:
+        return (
+            f"an earlier {earlier.get('steps')}-step SFT warm start on {earlier.get('target')} plans "
+            f"({model_args.model_name_or_path}){base}"
+        )
+    return f"base model, zero-shot{base}"
 
 
 def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) -> dict:
@@ -388,6 +401,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "eval_dataset_seed": args.eval_dataset_seed,
     }
     fair_start = not (script_args.sft_steps > 0 and script_args.sft_target == "optimal")
+    fair_start = fair_start and _earlier_warm_start(model_args).get("target") != "optimal"
     if not fair_start:
         print(
             "learning benchmark: the start imitates the exact optimum (sft_target optimal); this run makes "
@@ -467,7 +481,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "eval": settings | {"split": "eval", "decoding": "greedy"},
         "grpo_steps": steps[0] if len(set(steps)) == 1 else steps,
         "fair_start": fair_start,
-        "start": _aggregate(starts, _start_description(script_args)),
+        "start": _aggregate(starts, _start_description(script_args, model_args)),
         "after": _aggregate(afters, f"the start + {_plural(steps[0], 'GRPO step')} (LoRA)"),
         "delta_percent_points": paired["percent_of_optimum"]["mean"],
         "delta_ci95": paired["percent_of_optimum"]["ci95"],

@@ -174,7 +174,7 @@ def test_render_gives_the_table_with_the_paired_interval():
     assert "96 held-out scenarios (easy, medium)" in text and "seed 0 +4.0, seed 1 +6.5" in text
     assert "seed 0 0.100 → 0.300" in text
     assert "seed 0: easy 15.0 → 60.0, medium 0.0 → 25.0; seed 1: easy 40.0 → 30.0, medium 5.0 → 5.0." in text
-    assert "GRPO 600 s (generation 400 s, reward 1 s" in text and "evaluation 110 s" in text
+    assert "GRPO 600 s (generation 400 s, reward 1.0 s" in text and "evaluation 110 s" in text
     assert "total 812 s;" in text  # the seeds' own records, summed
     assert "Not a learning claim" not in text
     assert "Not a learning claim" in render(_result(fair_start=False))
@@ -246,7 +246,8 @@ def test_reuse_aggregates_saved_seeds_without_training(tmp_path):
     assert 0.0 <= low <= result["delta_percent_points"] <= high <= 10.0
     assert result["start"]["mean_percent_of_optimum"] == pytest.approx(10.0)
     assert result["after"]["mean_percent_of_optimum"] == pytest.approx(95.0 / 6)
-    assert result["start"]["policy"] == "800-step SFT warm start on random plans"  # the preset with the flags
+    # the preset (an NF4 base) with the flags
+    assert result["start"]["policy"] == "800-step SFT warm start on random plans (NF4 base)"
     assert result["wall_s"]["generation"] == 12.0 and result["wall_s"]["eval_after"] == 4.0
     assert result["reward_curve"]["1"]["reward"] == [0.1, 0.2, 0.3]
     assert result["git"]["commit"] and REQUIRED_KEYS <= set(result)
@@ -320,3 +321,17 @@ def test_tiny_preset_end_to_end(tmp_path):
     assert reused["delta_percent_points"] == result["delta_percent_points"]
     assert reused["per_scenario"] == result["per_scenario"]
     assert "reusing seed 0" in again.stderr and "training in" not in again.stderr
+
+
+def test_a_start_from_an_earlier_warm_start_is_named(tmp_path):
+    from types import SimpleNamespace
+
+    from benchmarks import learning
+
+    (tmp_path / "warm_start.json").write_text(json.dumps({"steps": 40, "target": "random_split"}))
+    script_args = SimpleNamespace(sft_steps=0, sft_target="random_split")
+    model_args = SimpleNamespace(model_name_or_path=str(tmp_path), load_in_4bit=True)
+    described = learning._start_description(script_args, model_args)
+    assert described == f"an earlier 40-step SFT warm start on random_split plans ({tmp_path}) (NF4 base)"
+    model_args.model_name_or_path, model_args.load_in_4bit = str(tmp_path / "absent"), False
+    assert learning._start_description(script_args, model_args) == "base model, zero-shot"
