@@ -11,6 +11,8 @@
   drawn uniformly, and only the fields the job's kind reads. Each job is placed, so the kernel says what
   went wrong (an unsupported format, memory, stability) instead of "idle": a warm-start target that
   teaches the answer format and leaves every planning decision to be learned (``sft_target: random_split``).
+- ``heuristic``: the plan a good engineer writes by hand from the prompt's facts (``fleet_rl/heuristic.py``):
+  formats by job kind and GPU support, memory first, GPUs by priority.
 - ``optimal``: the exact optimum (``solve``); 100 % by definition, a sanity check of the scoring path.
 
 Each is ``fn(scenario, seed) -> plan dict`` for whole-plan scenarios.
@@ -25,7 +27,7 @@ from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Scenario
 
-__all__ = ["BASELINES", "even_bf16", "optimal", "random_plan", "random_split"]
+__all__ = ["BASELINES", "even_bf16", "heuristic", "optimal", "random_plan", "random_split"]
 
 
 def _dividing_tps(gpus: int, job) -> list[int]:
@@ -126,8 +128,16 @@ def optimal(scenario: Scenario, seed: int = 0) -> dict:
     return solved_scenario(scenario).optimal_plan
 
 
+def heuristic(scenario: Scenario, seed: int = 0) -> dict:
+    """Formats by kind and GPU, memory first, GPUs by priority (``fleet_rl/heuristic.py``)."""
+    from fleet_rl.heuristic import heuristic as plan  # it asks the kernel, which imports scenarios
+
+    return plan(scenario, seed)
+
+
 BASELINES: dict[str, Callable[[Scenario, int], dict]] = {
     "even_bf16": even_bf16,
+    "heuristic": heuristic,
     "random": random_plan,
     "random_split": random_split,
     "optimal": optimal,

@@ -7,6 +7,7 @@ import pytest
 from fleet_rl import TASKS, make_scenario
 from fleet_rl.baselines import BASELINES, even_bf16, optimal, random_plan, random_split
 from fleet_rl.kernel import evaluate
+from fleet_rl.solved_scenarios import solved_scenario
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -14,7 +15,7 @@ def test_even_bf16_is_valid_uses_every_gpu_and_never_a_format_the_gpu_lacks(task
     for seed in range(10):
         scenario = make_scenario(task, seed)
         plan = even_bf16(scenario)
-        result = evaluate(scenario, plan)
+        result = evaluate(solved_scenario(scenario), plan)
         assert result.valid, result.reasons
         assert sum(job["gpus"] for job in plan["jobs"]) == scenario.cluster.count
         assert all(job.status != "unsupported" for job in result.jobs)
@@ -32,7 +33,7 @@ def test_random_is_deterministic_and_schema_valid():
     assert random_plan(scenario, 3) == random_plan(scenario, 3)
     assert random_plan(scenario, 3) != random_plan(scenario, 4)
     assert sum(job["gpus"] for job in random_plan(scenario, 3)["jobs"]) <= scenario.cluster.count
-    assert "schema" not in " ".join(evaluate(scenario, random_plan(scenario, 3)).reasons)
+    assert "schema" not in " ".join(evaluate(solved_scenario(scenario), random_plan(scenario, 3)).reasons)
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -41,7 +42,7 @@ def test_random_split_places_every_job_on_all_gpus_with_dividing_tp_and_only_its
         scenario = make_scenario(task, seed)
         plan = random_split(scenario, seed)
         assert plan == random_split(scenario, seed)
-        result = evaluate(scenario, plan)
+        result = evaluate(solved_scenario(scenario), plan)
         assert result.valid, result.reasons
         shares = [part["gpus"] for part in plan["jobs"]]
         assert sum(shares) == scenario.cluster.count
@@ -62,5 +63,5 @@ def test_random_split_draws_varied_splits_and_formats():
 
 def test_optimal_scores_one_and_registry():
     scenario = make_scenario("easy", 2)
-    assert evaluate(scenario, optimal(scenario)).score == pytest.approx(1.0)
-    assert set(BASELINES) == {"even_bf16", "random", "random_split", "optimal"}
+    assert evaluate(solved_scenario(scenario), optimal(scenario)).score == pytest.approx(1.0)
+    assert set(BASELINES) == {"even_bf16", "heuristic", "random", "random_split", "optimal"}

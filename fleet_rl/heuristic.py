@@ -1,0 +1,112 @@
+"""The ``heuristic`` baseline: the plan a good engineer writes by hand from the prompt's facts.
+
+It knows what the prompt says (``fleet_rl/prompts.py``: the rules, the memory formulas, the objective) and
+nothing the kernel computes about speed:
+
+1. **Formats by job kind and GPU support.** Training is compute-bound: fp8 GEMMs (attention, mlp) where the
+   GPU has fp8, the 16-bit format (bf16, or fp16 where the GPU lacks bf16) elsewhere, norms in fp32. A lora
+   job trains the same way; its frozen base may drop to int8, then int4 (attention, mlp) when it would not
+   fit otherwise. Decoding is memory-bound, so a serve job streams fewer weight bytes: fp8 weights and KV
+   cache where the GPU has fp8, else int8 weight-only attention and mlp with an int8 KV cache; embedding,
+   norms and lm_head (the most quality-sensitive group) stay 16-bit; all 16-bit if the job's
+   ``max_quality_loss`` does not allow that.
+2. **Memory first.** Per job, the first of those formats, then the smallest tensor parallelism (dividing the
+   model's heads), then for training the largest micro-batch (4, 2, 1) without activation checkpointing,
+   else micro-batch 1 with it, at which one replica fits. "Fits" is the kernel's memory and quality verdict
+   on that part (status ``ok``), used as an engineer uses a memory calculator; the throughput it computes is
+   never read. More replicas never need more memory per GPU (a replica's share of the batch only shrinks).
+3. **The split.** Each job that can run gets one replica; when they do not all fit, the lowest priorities
+   wait (0 GPUs). The other GPUs go out one replica at a time to the job whose priority × √GPUs grows most
+   (the prompt's objective: priority × √(throughput share), throughput roughly proportional to GPUs).
+
+``heuristic(scenario, seed)`` is deterministic (the seed is unused). It is the bar between ``even_bf16``
+(an even split in 16 bits) and ``optimal``: what learning must win beyond it needs reasoning about this
+cluster and these jobs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fleet_rl.catalog import MODULE_GROUPS
+from fleet_rl.kernel import SolvedScenario, evaluate
+from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
+from fleet_rl.scenario import Job, Scenario
+
+__all__ = ["heuristic"]
+
+TRAINING_BATCHING = ((4, False), (2, False), (1, False), (1, True))  # (micro-batch, checkpointing)
+
+
+def _formats(job: Job, half: str, fp8: bool) -> list[tuple[dict, str | None]]:
+    """(precision map, KV format) candidates for ``job``, most preferred first."""
+    sixteen = dict.fromkeys(MODULE_GROUPS, half)
+    if job.kind == "serve":
+        low = "fp8" if fp8 else "int8"
+        return [(sixteen | {"attention": low, "mlp": low}, low), (sixteen, half)]
+    gemm = "fp8" if fp8 else half
+    trained = sixteen | {"attention": gemm, "mlp": gemm, "norm": "fp32"}
+    if job.kind == "train":
+        return [(trained, None)]
+    frozen = [trained | {"attention": low, "mlp": low} for low in ("int8", "int4")]
+    return [(trained, None), *((precision, None) for precision in frozen)]
+
+
+def _one_replica(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> dict | None:
+    """The job's part on the fewest GPUs at which it runs (one replica), or None when it never does."""
+    heads = (job.model_spec.num_attention_heads, job.model_spec.num_key_value_heads)
+    count = solved.gpu_count
+    tps = [tp for tp in TENSOR_PARALLEL_SIZES if tp <= count and all(h % tp == 0 for h in heads)]
+    for precision, kv in _formats(job, half, fp8):
+        for tp in tps:
+            part = {"id": job.id, "gpus": tp, "tensor_parallel": tp, "precision": precision}
+            if job.kind == "serve":
+                candidates = [part | {"kv_cache": kv}]
+            else:
+                candidates = [
+                    part | {"micro_batch_size": micro, "activation_checkpointing": checkpointing}
+                    for micro, checkpointing in TRAINING_BATCHING
+                ]
+            for candidate in candidates:
+                if evaluate(solved, {"jobs": [candidate]}).jobs[solved.job_index[job.id]].status == "ok":
+                    return candidate
+    return None
+
+
+def heuristic(scenario: Scenario, seed: int = 0) -> dict:
+    """Formats by kind, memory first, GPUs by priority (see the module docstring)."""
+    from fleet_rl.solved_scenarios import solved_scenario
+
+    solved = solved_scenario(scenario)
+    half = "bf16" if scenario.gpu.supports("bf16") else "fp16"
+    fp8 = scenario.gpu.supports("fp8")
+    parts = {job.id: _one_replica(solved, job, half, fp8) for job in scenario.jobs}
+    priority = {job.id: job.priority for job in scenario.jobs}
+    free = scenario.cluster.count
+    placed: dict[str, int] = {}
+    for job in sorted(scenario.jobs, key=lambda job: -job.priority):  # one replica each, by priority
+        part = parts[job.id]
+        if part is not None and part["gpus"] <= free:
+            placed[job.id] = part["gpus"]
+            free -= part["gpus"]
+
+    def gain(job_id: str) -> float:
+        gpus, step = placed[job_id], parts[job_id]["tensor_parallel"]
+        return priority[job_id] * (math.sqrt(gpus + step) - math.sqrt(gpus))
+
+    while True:
+        growable = [job_id for job_id in placed if parts[job_id]["tensor_parallel"] <= free]
+        if not growable:
+            break
+        best = max(growable, key=gain)
+        placed[best] += parts[best]["tensor_parallel"]
+        free -= parts[best]["tensor_parallel"]
+    plan = []
+    for job in scenario.jobs:
+        part = parts[job.id]
+        if job.id in placed:
+            plan.append(part | {"gpus": placed[job.id]})
+        else:  # waits: no GPUs
+            idle = {"id": job.id, "gpus": 0, "tensor_parallel": 1}
+            plan.append(idle | {"precision": dict.fromkeys(MODULE_GROUPS, half)})
+    return {"jobs": plan}

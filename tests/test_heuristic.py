@@ -1,0 +1,66 @@
+"""The ``heuristic`` baseline (``fleet_rl/heuristic.py``): valid, within the GPU budget, every job it places
+runs, formats by kind and GPU, deterministic, clear of every IRD rule, and between ``even_bf16`` and
+``optimal`` on every whole-plan tier."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fleet_rl import TASKS, make_scenario
+from fleet_rl.baselines import even_bf16
+from fleet_rl.heuristic import heuristic
+from fleet_rl.kernel import evaluate
+from fleet_rl.solved_scenarios import solved_scenario
+from rewards import score_completions
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_placed_job_runs_within_the_gpu_budget(task):
+    for seed in range(12):
+        scenario = make_scenario(task, seed, split="eval")
+        plan = heuristic(scenario, seed)
+        result = evaluate(solved_scenario(scenario), plan)
+        assert result.valid, result.reasons
+        assert sum(part["gpus"] for part in plan["jobs"]) <= scenario.cluster.count
+        placed = {part["id"] for part in plan["jobs"] if part["gpus"] > 0}
+        assert placed, "some job always runs: every generated job can run on the whole cluster"
+        for job in result.jobs:
+            assert job.status == ("ok" if job.id in placed else "unallocated"), (job.id, job.status)
+        assert heuristic(scenario, seed) == plan and heuristic(scenario, seed + 1) == plan  # seed unused
+
+
+def test_formats_follow_the_job_kind_and_the_gpu():
+    for seed in range(40):
+        scenario = make_scenario("hard", seed)
+        fp8 = scenario.gpu.supports("fp8")
+        for part, job in zip(heuristic(scenario)["jobs"], scenario.jobs, strict=True):
+            if part["gpus"] == 0:
+                continue
+            precision = part["precision"]
+            assert {precision["embedding"], precision["lm_head"]} <= {"bf16", "fp16"}
+            if job.kind == "train":
+                assert precision["norm"] == "fp32" and precision["mlp"] == (
+                    "fp8" if fp8 else precision["embedding"]
+                )
+            if job.kind == "serve":
+                assert precision["mlp"] in ({"fp8", "bf16", "fp16"} if fp8 else {"int8", "bf16", "fp16"})
+
+
+def test_it_is_clear_of_every_ird_rule():
+    for task in TASKS:
+        scenarios = [make_scenario(task, seed, split="eval") for seed in range(16)]
+        columns = {"scenario": [s.to_json() for s in scenarios], "agent": [""] * 16, "given_plan": [""] * 16}
+        scores = score_completions([json.dumps(heuristic(s)) for s in scenarios], **columns)
+        assert scores.has_plan.all() and not scores.ird.any()
+
+
+@pytest.mark.parametrize("task", ["easy", "medium", "hard"])
+def test_it_sits_between_even_bf16_and_the_optimum(task):
+    scenarios = [make_scenario(task, seed, split="eval") for seed in range(30)]
+    heuristic_scores = [evaluate(solved_scenario(s), heuristic(s)).score for s in scenarios]
+    even_scores = [evaluate(solved_scenario(s), even_bf16(s)).score for s in scenarios]
+    assert np.mean(even_scores) + 0.1 < np.mean(heuristic_scores) < 1.0
+    assert max(heuristic_scores) <= 1.0
