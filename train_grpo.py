@@ -50,6 +50,7 @@ if _backend_requested(sys.argv[1:]) == "unsloth":
 
 import json  # noqa: E402
 import logging  # noqa: E402
+import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
@@ -67,6 +68,9 @@ from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
 
 logger = logging.getLogger("train_grpo")
+# trl 1.16 reads `model.is_gradient_checkpointing` before every generation and transformers 5.23 deprecates
+# it with a FutureWarning each time (two lines per GRPO step, nothing to act on: the attribute still works).
+warnings.filterwarnings("ignore", r"`is_gradient_checkpointing` is deprecated", FutureWarning)
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRPOConfig, ModelConfig]:
