@@ -1,5 +1,7 @@
-"""Evaluate a checkpoint or a baseline planner on held-out scenarios; print (and save) a JSON report.
+"""Evaluate checkpoints and baseline planners on held-out scenarios; print (and save) a report.
 
+    python eval.py --policies runs/tiny_cpu,heuristic,even_bf16,random,optimal --load_in_4bit true \
+        --tasks easy --prompt_style compact --num_scenarios 32 --output_dir reports/tiny
     python eval.py --model runs/tiny_cpu --tasks easy medium --prompt_style compact --num_scenarios 64
     python eval.py --baseline even_bf16 --num_scenarios 200
     python eval.py --baseline random --tasks hard --output reports/random_hard.json
@@ -13,18 +15,22 @@ on its base model) or any full model directory; ``--load_in_4bit`` loads the bas
 did; ``--local_model smollm2`` (or ``tiny``) first converts (builds) that model where it will be loaded, as
 ``train_grpo.py`` does: at ``--model`` (default ``models/smollm2-135m-instruct``), or at an adapter's base
 path if that is missing. Baselines (``fleet_rl/baselines.py``) need no model; for multi-agent rows they
-answer with their part for the agent's job.
+answer with their part for the agent's job. ``--policies`` evaluates several (baseline names and model
+directories, comma-separated, loaded with the same flags) on the same scenarios and writes
+``report.json``, ``report.md`` and ``percent_of_optimum.png`` to ``--output_dir``
+(``fleet_rl/evaluation_report.py`` documents the keys).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from trl import TrlParser
 
 from fleet_rl.baselines import BASELINES
+from fleet_rl.evaluation_report import REPORT_FILES, markdown, write_report
 from fleet_rl.prompts import format_answer
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.smollm2 import SmolLM2Error
@@ -37,6 +43,14 @@ from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_policy, summar
 class EvalArguments:
     """What to evaluate, on which held-out scenarios."""
 
+    policies: str | None = field(
+        default=None,
+        metadata={
+            "help": "Several policies on the same scenarios, comma-separated: baseline names and "
+            "checkpoint or model directories (needs --output_dir)."
+        },
+    )
+    output_dir: str | None = field(default=None, metadata={"help": "Where --policies writes its report."})
     model: str | None = field(default=None, metadata={"help": "Checkpoint or model directory to evaluate."})
     baseline: str | None = field(default=None, metadata={"help": f"Or a baseline: {', '.join(BASELINES)}."})
     tasks: list[str] = field(default_factory=lambda: list(TASKS), metadata={"help": "Task tiers."})
@@ -121,12 +135,81 @@ def ensure_local_model(args: EvalArguments) -> None:
         raise SystemExit(f"error: {error}") from None
 
 
+def evaluate_model(args: EvalArguments) -> dict:
+    """Load ``args.model`` (building ``args.local_model`` first if asked) and answer the held-out rows."""
+    if args.local_model:
+        ensure_local_model(args)
+    model, tokenizer = load_model(args)
+    return evaluate_policy(
+        model,
+        tokenizer,
+        num_scenarios=args.num_scenarios,
+        tasks=args.tasks,
+        prompt_style=args.prompt_style,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size,
+        dataset_seed=args.dataset_seed,
+    )
+
+
+def policy_kinds(names: str) -> list[tuple[str, str]]:
+    """(name, "baseline" or "model") per comma-separated policy; ``ValueError`` names an unknown one."""
+    policies = [name.strip() for name in names.split(",") if name.strip()]
+    if not policies:
+        raise ValueError("--policies is empty; give baseline names or model directories, comma-separated")
+    kinds = []
+    for name in policies:
+        if name in BASELINES:
+            kinds.append((name, "baseline"))
+        elif Path(name).is_dir():
+            kinds.append((name, "model"))
+        else:
+            raise ValueError(
+                f"unknown policy {name!r}: neither a baseline ({', '.join(BASELINES)}) nor a model directory"
+            )
+    return kinds
+
+
+def evaluate_policies(args: EvalArguments, kinds: list[tuple[str, str]]) -> dict:
+    """Every policy on the same held-out rows; the report written to ``args.output_dir``."""
+    policies = []
+    for name, kind in kinds:
+        if kind == "baseline":
+            summary = evaluate_baseline(replace(args, baseline=name))
+        else:
+            summary = evaluate_model(replace(args, model=name))
+        policies.append({"name": name, "kind": kind, "summary": summary})
+    return write_report(
+        policies,
+        tasks=args.tasks,
+        num_scenarios=args.num_scenarios,
+        dataset_seed=args.dataset_seed,
+        output_dir=args.output_dir,
+    )
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = TrlParser((EvalArguments,))
     (args,) = parser.parse_args_and_config(argv)
+    unknown = [task for task in args.tasks if task not in TASKS]
+    if unknown:
+        parser.error(f"unknown tasks {unknown}; valid tasks: {', '.join(TASKS)}")
+    if args.local_model and args.local_model not in LOCAL_MODELS:
+        parser.error(f"unknown local_model {args.local_model!r}; valid: {', '.join(LOCAL_MODELS)}")
+    if args.policies is not None:
+        if args.model is not None or args.baseline is not None:
+            parser.error("--policies replaces --model and --baseline: list them all in --policies")
+        if not args.output_dir:
+            parser.error("--policies writes a report: give --output_dir")
+        try:
+            kinds = policy_kinds(args.policies)
+        except ValueError as error:
+            parser.error(str(error))
+        report = evaluate_policies(args, kinds)
+        print(markdown(report), end="")
+        print(f"wrote {', '.join(str(Path(args.output_dir, name)) for name in REPORT_FILES)}")
+        return report
     if args.local_model:
-        if args.local_model not in LOCAL_MODELS:
-            parser.error(f"unknown local_model {args.local_model!r}; valid: {', '.join(LOCAL_MODELS)}")
         if args.baseline is not None:
             parser.error("--local_model builds a model to evaluate; it does not go with --baseline")
         ensure_local_model(args)
@@ -134,25 +217,12 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("give exactly one of --model or --baseline")
     if args.baseline is not None and args.baseline not in BASELINES:
         parser.error(f"unknown baseline {args.baseline!r}; valid baselines: {', '.join(BASELINES)}")
-    unknown = [task for task in args.tasks if task not in TASKS]
-    if unknown:
-        parser.error(f"unknown tasks {unknown}; valid tasks: {', '.join(TASKS)}")
     if args.model is not None and not Path(args.model).is_dir():
         parser.error(f"--model {args.model!r} is not a directory")
     if args.baseline is not None:
         report = evaluate_baseline(args)
     else:
-        model, tokenizer = load_model(args)
-        report = evaluate_policy(
-            model,
-            tokenizer,
-            num_scenarios=args.num_scenarios,
-            tasks=args.tasks,
-            prompt_style=args.prompt_style,
-            max_new_tokens=args.max_new_tokens,
-            batch_size=args.batch_size,
-            dataset_seed=args.dataset_seed,
-        )
+        report = evaluate_model(replace(args, local_model=""))  # built above
     report = {"evaluated": args.model or f"baseline:{args.baseline}", **report}
     text = json.dumps(report, indent=2)
     if args.output:

@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from fleet_rl.kernel.batch_scoring import ScoredBatch, score_batch
-from fleet_rl.kernel.constants import OK, STATUSES
+from fleet_rl.kernel.constants import OK, OOM, STATUSES, UNSTABLE, UNSUPPORTED
 from fleet_rl.kernel.solver import SolvedScenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
@@ -37,7 +37,11 @@ from rewards.copied_example import copies_example
 from rewards.ird import NOT_DEGENERATE, answer_rules, degenerate_plans
 from rewards.parsing import ParseResult, parse_plan
 
-__all__ = ["GroupScores", "best_response_value", "given_plan_from", "score_completions"]
+__all__ = ["CRASHES", "GroupScores", "best_response_value", "given_plan_from", "score_completions"]
+
+CRASHES: tuple[str, ...] = ("oom", "unsupported", "unstable")  # kernel statuses of a placed job that fails
+_CRASH_CODES = (OOM, UNSUPPORTED, UNSTABLE)
+assert tuple(STATUSES[code] for code in _CRASH_CODES) == CRASHES
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,8 @@ class GroupScores:
     objective: np.ndarray  # (N,) kernel objective of the (joint) plan (0 when not valid)
     ird_rule: np.ndarray  # (N,) int: index into rewards.ird.IRD_RULES, or NOT_DEGENERATE
     status_counts: np.ndarray  # (len(STATUSES),) job statuses over all scored rows
+    # (N, len(CRASHES)) bool: some job of the author's, placed on GPUs, crashes with that status
+    crashes: np.ndarray
 
     @property
     def ird(self) -> np.ndarray:
@@ -134,6 +140,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
     valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
     runs_share, progress, score, objective = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
     status_counts = np.zeros(len(STATUSES))
+    crashes = np.zeros((size, len(CRASHES)), dtype=bool)
     if index:
         with_plan = np.array(index)
         has_plan[with_plan] = True
@@ -156,6 +163,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
         objective[with_plan] = scored.objective
         runs_share[with_plan], progress[with_plan] = judged.runs_share, judged.progress
         feasible[with_plan], score[with_plan] = judged.feasible, judged.score
+        crashes[with_plan] = judged.crashes
         plan_rules = degenerate_plans(scored, judged.own_row, is_agent[with_plan], copied)
     return GroupScores(
         parsed=parsed,
@@ -171,6 +179,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
         objective=objective,
         ird_rule=answer_rules(parsed, plan_rules),
         status_counts=status_counts,
+        crashes=crashes,
     )
 
 
@@ -182,6 +191,7 @@ class _Judged(NamedTuple):
     feasible: np.ndarray
     score: np.ndarray
     own_row: np.ndarray  # (R,) bool: the rows of the author's jobs
+    crashes: np.ndarray  # (P, len(CRASHES)) bool
 
 
 def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _Judged:
@@ -231,7 +241,10 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
         score[agent_plans] = np.where(scored.valid[agent_plans], contribution, 0.0)
         helps = np.where(agent_runs, value > 0, best <= 0)  # runs to some use, or rightly stays idle
         feasible[agent_plans] = scored.valid[agent_plans] & ~failing[agent_plans] & helps
-    return _Judged(runs_share, progress, feasible, score, own_row)
+    crashes = np.stack(
+        [scored.valid & (own_sum(results.status == code) > 0) for code in _CRASH_CODES], axis=1
+    ).reshape(num_plans, len(_CRASH_CODES))
+    return _Judged(runs_share, progress, feasible, score, own_row, crashes)
 
 
 def best_response_value(solved: SolvedScenario, job: int, gpus_taken: int) -> float:

@@ -19,6 +19,7 @@ import torch
 
 from fleet_rl.training.dataset import scenario_rows
 from rewards import fleet_reward, score_completions
+from rewards.scoring import CRASHES
 
 __all__ = ["EVAL_DATASET_SEED", "evaluate_policy", "summarise"]
 
@@ -54,8 +55,14 @@ def _generate(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int, 
     return answers
 
 
-def summarise(rows: Sequence[dict], completions: Sequence[str]) -> dict:
-    """Rates and means of scored completions, overall and per task (percentages of the exact optimum)."""
+def summarise(
+    rows: Sequence[dict], completions: Sequence[str], completion_tokens: Sequence[int] | None = None
+) -> dict:
+    """Rates and means of scored completions, overall and per task (percentages of the exact optimum).
+
+    ``crash_rate``: answers in which some job the author placed crashes (``oom``, ``unsupported`` or
+    ``unstable``; each also on its own, ``<status>_rate``). ``mean_completion_tokens`` when the answers'
+    token counts are given (model policies)."""
     columns = {
         "scenario": [row["scenario"] for row in rows],
         "agent": [row["agent"] for row in rows],
@@ -64,6 +71,7 @@ def summarise(rows: Sequence[dict], completions: Sequence[str]) -> dict:
     scores = score_completions(list(completions), columns.pop("scenario"), **columns)
     rewards = np.array(fleet_reward(list(completions), [row["scenario"] for row in rows], **columns))
     tasks = np.array([row["task"] for row in rows])
+    tokens = None if completion_tokens is None else np.asarray(completion_tokens, dtype=float)
     credited = np.where(scores.ird, 0.0, scores.score)  # a degenerate (IRD) plan earns no credit
 
     def stats(mask: np.ndarray) -> dict:
@@ -74,8 +82,10 @@ def summarise(rows: Sequence[dict], completions: Sequence[str]) -> dict:
             "valid_plan_rate": float(scores.has_plan[mask].mean()),
             "feasible_rate": float(scores.feasible[mask].mean()),
             "ird_rate": float(scores.ird[mask].mean()),
+            "crash_rate": float(scores.crashes[mask].any(axis=1).mean()),
+            **{f"{status}_rate": float(scores.crashes[mask, k].mean()) for k, status in enumerate(CRASHES)},
             "mean_fleet_reward": float(rewards[mask].mean()),
-        }
+        } | ({} if tokens is None else {"mean_completion_tokens": float(tokens[mask].mean())})
 
     summary = stats(np.ones(len(rows), dtype=bool))
     summary["per_task"] = {task: stats(tasks == task) for task in dict.fromkeys(tasks.tolist())}
@@ -99,7 +109,8 @@ def evaluate_policy(
         tasks, num_scenarios, dataset_seed=dataset_seed, split="eval", prompt_style=prompt_style
     )
     completions = _generate(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens, batch_size)
-    summary = summarise(rows, completions)
+    tokens = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in completions]
+    summary = summarise(rows, completions, tokens)
     summary["samples"] = [
         {"task": row["task"], "seed": row["seed"], "completion": completion}
         for row, completion in list(zip(rows, completions, strict=True))[:num_samples]

@@ -1,0 +1,124 @@
+"""One report for several policies on the same held-out scenarios: JSON, a Markdown table and a plot.
+
+    python eval.py --policies runs/tiny_cpu,heuristic,even_bf16,random,optimal --tasks easy medium \\
+        --num_scenarios 32 --output_dir reports/tiny
+
+``eval.py`` evaluates each policy (a baseline by name, or a model / checkpoint directory) on the same
+held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries here. ``write_report`` writes
+
+- ``report.json``: ``{"scenarios": {"split", "tasks", "num_scenarios", "dataset_seed"}, "policies":
+  [{"name", "kind" ("baseline" or "model"), "summary"}]}``. Each summary is what
+  ``fleet_rl.training.heldout.summarise`` returns, overall and ``per_task``: ``num_scenarios``,
+  ``mean_percent_of_optimum`` (IRD plans count 0), ``mean_kernel_percent_of_optimum``,
+  ``mean_fleet_reward``, ``valid_plan_rate``, ``feasible_rate``, ``crash_rate`` and ``oom_rate`` /
+  ``unsupported_rate`` / ``unstable_rate``, ``ird_rate``, and for model policies
+  ``mean_completion_tokens`` (plus a few ``samples``);
+- ``report.md``: the table a person reads, % of optimum per tier and the rates, policies in the order given;
+- ``percent_of_optimum.png``: % of optimum by policy and tier (grouped bars).
+
+Everything in it is computed from the summaries: the same scenarios and policies give the same report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["REPORT_FILES", "markdown", "plot_percent_of_optimum", "write_report"]
+
+REPORT_FILES = ("report.json", "report.md", "percent_of_optimum.png")
+_RATES = (
+    ("valid plan", "valid_plan_rate"),
+    ("feasible", "feasible_rate"),
+    ("crash", "crash_rate"),
+    ("IRD", "ird_rate"),
+)
+
+
+def _tiers(report: dict) -> list[str]:
+    return list(report["scenarios"]["tasks"])
+
+
+def markdown(report: dict) -> str:
+    """The report as Markdown: one row per policy, % of optimum overall and per tier, then the rates."""
+    tiers = _tiers(report)
+    scenarios = report["scenarios"]
+    header = ["policy", "% of optimum", *tiers, "mean reward", *(name for name, _ in _RATES), "tokens"]
+    lines = [
+        f"# Held-out evaluation: {scenarios['num_scenarios']} scenarios ({', '.join(tiers)}), "
+        f"split {scenarios['split']}, dataset_seed {scenarios['dataset_seed']}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for policy in report["policies"]:
+        summary = policy["summary"]
+        per_task = summary.get("per_task", {})
+        cells = [f"`{policy['name']}`", f"{summary['mean_percent_of_optimum']:.1f}"]
+        cells += [
+            f"{per_task[tier]['mean_percent_of_optimum']:.1f}" if tier in per_task else "–" for tier in tiers
+        ]
+        cells.append(f"{summary['mean_fleet_reward']:.3f}")
+        cells += [f"{summary[key]:.2f}" for _, key in _RATES]
+        tokens = summary.get("mean_completion_tokens")
+        cells.append("–" if tokens is None else f"{tokens:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "% of optimum counts degenerate (IRD) answers as 0; crash: some job the answer places fails (oom, "
+        "unsupported format or unstable numerics); tokens: mean completion length of a model policy.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot_percent_of_optimum(report: dict, path: str | Path) -> Path:
+    """Grouped bars: % of optimum per tier (and overall), one bar per policy."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    tiers = [*_tiers(report), "all"]
+    policies = report["policies"]
+    width = 0.8 / max(len(policies), 1)
+    figure, axes = plt.subplots(figsize=(max(6.0, 1.4 * len(tiers) + 0.3 * len(policies)), 4.0))
+    for k, policy in enumerate(policies):
+        summary = policy["summary"]
+        per_task = summary.get("per_task", {})
+        values = [per_task.get(tier, {}).get("mean_percent_of_optimum", 0.0) for tier in tiers[:-1]]
+        values.append(summary["mean_percent_of_optimum"])
+        positions = [i + (k - (len(policies) - 1) / 2) * width for i in range(len(tiers))]
+        axes.bar(positions, values, width, label=policy["name"])
+    axes.set_xticks(range(len(tiers)), tiers)
+    axes.set_ylim(0, 105)
+    axes.set_ylabel("% of the exact optimum")
+    axes.set_title(f"Held-out scenarios ({report['scenarios']['num_scenarios']})")
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def write_report(
+    policies: Sequence[dict], *, tasks: Sequence[str], num_scenarios: int, dataset_seed: int, output_dir
+) -> dict:
+    """Write ``REPORT_FILES`` into ``output_dir`` (created); return the report. ``policies``: ``{"name",
+    "kind", "summary"}`` each, in the order to show them."""
+    report = {
+        "scenarios": {
+            "split": "eval",
+            "tasks": list(tasks),
+            "num_scenarios": num_scenarios,
+            "dataset_seed": dataset_seed,
+        },
+        "policies": list(policies),
+    }
+    directory = Path(output_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_text(json.dumps(report, indent=2))
+    (directory / "report.md").write_text(markdown(report))
+    plot_percent_of_optimum(report, directory / "percent_of_optimum.png")
+    return report

@@ -1,0 +1,83 @@
+"""eval.py --policies: several policies on the same held-out scenarios in one report (report.json, report.md,
+percent_of_optimum.png), the same report for the same command, a model that writes garbage scored 0, and
+clear usage errors (``fleet_rl/evaluation_report.py``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import eval as eval_script
+from fleet_rl.evaluation_report import REPORT_FILES
+from fleet_rl.tiny_model import build_tiny_model
+
+POLICIES = "heuristic,even_bf16,random,optimal"
+
+
+def run(tmp_path, name: str, *extra: str) -> dict:
+    argv = ["--policies", POLICIES, "--num_scenarios", "12", "--tasks", "easy", "hard", "multiagent"]
+    return eval_script.main([*argv, "--output_dir", str(tmp_path / name), *extra])
+
+
+def test_baselines_in_one_report_ordered_as_given_and_reproducible(tmp_path, capsys):
+    report = run(tmp_path, "first")
+    assert [policy["name"] for policy in report["policies"]] == POLICIES.split(",")
+    assert {policy["kind"] for policy in report["policies"]} == {"baseline"}
+    assert report["scenarios"] == {
+        "split": "eval",
+        "tasks": ["easy", "hard", "multiagent"],
+        "num_scenarios": 12,
+        "dataset_seed": 7,
+    }
+    by_name = {policy["name"]: policy["summary"] for policy in report["policies"]}
+    assert by_name["optimal"]["mean_percent_of_optimum"] == pytest.approx(100.0)
+    for summary in by_name.values():
+        assert set(summary["per_task"]) <= {"easy", "hard", "multiagent"}
+        assert summary["crash_rate"] >= max(summary[f"{s}_rate"] for s in ("oom", "unsupported", "unstable"))
+    assert by_name["random"]["crash_rate"] > 0.0 == by_name["optimal"]["crash_rate"]
+    directory = tmp_path / "first"
+    assert sorted(path.name for path in directory.iterdir()) == sorted(REPORT_FILES)
+    assert json.loads((directory / "report.json").read_text()) == report
+    table = (directory / "report.md").read_text()
+    assert table in capsys.readouterr().out
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == POLICIES.split(",")
+    assert rows[3].startswith("| `optimal` | 100.0 | 100.0 | 100.0 | 100.0 |")
+    assert (directory / "percent_of_optimum.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert run(tmp_path, "again") == report  # same scenarios and policies, same report
+    assert (tmp_path / "again" / "report.md").read_text() == table
+
+
+def test_a_model_that_writes_garbage_scores_zero_and_reports_its_tokens(tmp_path):
+    model_dir = build_tiny_model(tmp_path / "tiny", corpus=["tiny corpus"])  # random init: no plans
+    policies = f"{model_dir},even_bf16"
+    argv = ["--policies", policies, "--num_scenarios", "2", "--tasks", "easy", "--max_new_tokens", "8"]
+    report = eval_script.main([*argv, "--output_dir", str(tmp_path / "report")])
+    model = report["policies"][0]
+    assert model["kind"] == "model" and model["name"] == str(model_dir)
+    assert model["summary"]["mean_percent_of_optimum"] == 0.0 and model["summary"]["valid_plan_rate"] == 0.0
+    assert 0 < model["summary"]["mean_completion_tokens"] <= 8
+    assert "mean_completion_tokens" not in report["policies"][1]["summary"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--policies", "greedy,even_bf16", "--output_dir", "x"],
+            "unknown policy 'greedy': neither a baseline",
+        ),
+        (["--policies", " , ", "--output_dir", "x"], "--policies is empty"),
+        (["--policies", "even_bf16"], "give --output_dir"),
+        (["--policies", "even_bf16", "--baseline", "random", "--output_dir", "x"], "--policies replaces"),
+        (["--policies", "even_bf16", "--tasks", "expert", "--output_dir", "x"], "unknown tasks ['expert']"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        eval_script.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # nothing written
