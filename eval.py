@@ -1,7 +1,7 @@
 """Evaluate checkpoints and baseline planners on held-out scenarios; print (and save) a report.
 
     python eval.py --policies runs/tiny_cpu,heuristic,even_bf16,random,optimal --load_in_4bit true \
-        --tasks easy --prompt_style compact --num_scenarios 32 --output_dir reports/tiny
+        --tasks easy --prompt_style compact --num_scenarios 32 --output_dir reports/tiny --run runs/tiny_cpu
     python eval.py --model runs/tiny_cpu --tasks easy medium --prompt_style compact --num_scenarios 64
     python eval.py --baseline even_bf16 --num_scenarios 200
     python eval.py --baseline random --tasks hard --output reports/random_hard.json
@@ -30,8 +30,9 @@ from pathlib import Path
 from trl import TrlParser
 
 from fleet_rl.baselines import BASELINES
-from fleet_rl.evaluation_report import REPORT_FILES, markdown, write_report
+from fleet_rl.evaluation_report import REPORT_FILES, RUN_FILE, markdown, write_report
 from fleet_rl.prompts import format_answer
+from fleet_rl.run_curves import trainer_state
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.smollm2 import SmolLM2Error
 from fleet_rl.training.arguments import LOCAL_MODELS
@@ -51,6 +52,9 @@ class EvalArguments:
         },
     )
     output_dir: str | None = field(default=None, metadata={"help": "Where --policies writes its report."})
+    run: str | None = field(
+        default=None, metadata={"help": "With --policies: a training run whose curves join the report."}
+    )
     model: str | None = field(default=None, metadata={"help": "Checkpoint or model directory to evaluate."})
     baseline: str | None = field(default=None, metadata={"help": f"Or a baseline: {', '.join(BASELINES)}."})
     tasks: list[str] = field(default_factory=lambda: list(TASKS), metadata={"help": "Task tiers."})
@@ -185,6 +189,7 @@ def evaluate_policies(args: EvalArguments, kinds: list[tuple[str, str]]) -> dict
         num_scenarios=args.num_scenarios,
         dataset_seed=args.dataset_seed,
         output_dir=args.output_dir,
+        run_dir=args.run,
     )
 
 
@@ -203,16 +208,21 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error("--policies writes a report: give --output_dir")
         try:
             kinds = policy_kinds(args.policies)
-        except ValueError as error:
+            if args.run is not None:
+                trainer_state(args.run)  # before any policy is evaluated: a clear error, nothing written
+        except (ValueError, FileNotFoundError) as error:
             parser.error(str(error))
         report = evaluate_policies(args, kinds)
         print(markdown(report), end="")
-        print(f"wrote {', '.join(str(Path(args.output_dir, name)) for name in REPORT_FILES)}")
+        files = [*REPORT_FILES, *([RUN_FILE] if args.run is not None else [])]
+        print(f"wrote {', '.join(str(Path(args.output_dir, name)) for name in files)}")
         return report
     if args.local_model:
         if args.baseline is not None:
             parser.error("--local_model builds a model to evaluate; it does not go with --baseline")
         ensure_local_model(args)
+    if args.run is not None or args.output_dir is not None:
+        parser.error("--run and --output_dir go with --policies")
     if (args.model is None) == (args.baseline is None):
         parser.error("give exactly one of --model or --baseline")
     if args.baseline is not None and args.baseline not in BASELINES:

@@ -14,7 +14,10 @@ held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries h
   ``unsupported_rate`` / ``unstable_rate``, ``ird_rate``, and for model policies
   ``mean_completion_tokens`` (plus a few ``samples``);
 - ``report.md``: the table a person reads, % of optimum per tier and the rates, policies in the order given;
-- ``percent_of_optimum.png``: % of optimum by policy and tier (grouped bars).
+- ``percent_of_optimum.png``: % of optimum by policy and tier (grouped bars);
+- with a training run (``--run DIR``): ``report.json``'s ``"run"``, ``{"dir", "global_step", "curves":
+  {series: [[step, value], ...]}}`` (``fleet_rl/run_curves.py``: ``reward``, ``rewards/<name>/mean``,
+  ``kernel/percent_of_optimum``, ``heldout/<metric>``), a line under the table and ``training_curves.png``.
 
 Everything in it is computed from the summaries: the same scenarios and policies give the same report.
 """
@@ -25,9 +28,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["REPORT_FILES", "markdown", "plot_percent_of_optimum", "write_report"]
+from fleet_rl.run_curves import plot_run_curves, run_curves, trainer_state
+
+__all__ = ["REPORT_FILES", "RUN_FILE", "markdown", "plot_percent_of_optimum", "write_report"]
 
 REPORT_FILES = ("report.json", "report.md", "percent_of_optimum.png")
+RUN_FILE = "training_curves.png"
 _RATES = (
     ("valid plan", "valid_plan_rate"),
     ("feasible", "feasible_rate"),
@@ -69,7 +75,22 @@ def markdown(report: dict) -> str:
         "% of optimum counts degenerate (IRD) answers as 0; crash: some job the answer places fails (oom, "
         "unsupported format or unstable numerics); tokens: mean completion length of a model policy.",
     ]
+    if "run" in report:
+        lines += ["", _run_line(report["run"])]
     return "\n".join(lines) + "\n"
+
+
+def _run_line(run: dict) -> str:
+    curves = run["curves"]
+    line = f"Training run `{run['dir']}`: {run['global_step']} GRPO steps"
+    reward = curves.get("reward", [])
+    if reward:
+        line += f"; mean reward {reward[0][1]:.3f} at step {reward[0][0]:.0f} → {reward[-1][1]:.3f} at step "
+        line += f"{reward[-1][0]:.0f}"
+    heldout = curves.get("heldout/mean_percent_of_optimum", [])
+    if heldout:
+        line += f"; held-out % of optimum at step {heldout[-1][0]:.0f}: {heldout[-1][1]:.1f}"
+    return line + f" ({RUN_FILE})."
 
 
 def plot_percent_of_optimum(report: dict, path: str | Path) -> Path:
@@ -103,10 +124,16 @@ def plot_percent_of_optimum(report: dict, path: str | Path) -> Path:
 
 
 def write_report(
-    policies: Sequence[dict], *, tasks: Sequence[str], num_scenarios: int, dataset_seed: int, output_dir
+    policies: Sequence[dict],
+    *,
+    tasks: Sequence[str],
+    num_scenarios: int,
+    dataset_seed: int,
+    output_dir,
+    run_dir=None,
 ) -> dict:
-    """Write ``REPORT_FILES`` into ``output_dir`` (created); return the report. ``policies``: ``{"name",
-    "kind", "summary"}`` each, in the order to show them."""
+    """Write ``REPORT_FILES`` (and ``RUN_FILE`` with a ``run_dir``) into ``output_dir`` (created); return the
+    report. ``policies``: ``{"name", "kind", "summary"}`` each, in the order to show them."""
     report = {
         "scenarios": {
             "split": "eval",
@@ -118,6 +145,11 @@ def write_report(
     }
     directory = Path(output_dir)
     directory.mkdir(parents=True, exist_ok=True)
+    if run_dir is not None:
+        state = trainer_state(run_dir)
+        curves = run_curves(state.get("log_history", []))
+        report["run"] = {"dir": str(run_dir), "global_step": state.get("global_step"), "curves": curves}
+        plot_run_curves(curves, directory / RUN_FILE, f"Training run {run_dir}")
     (directory / "report.json").write_text(json.dumps(report, indent=2))
     (directory / "report.md").write_text(markdown(report))
     plot_percent_of_optimum(report, directory / "percent_of_optimum.png")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import eval as eval_script
-from fleet_rl.evaluation_report import REPORT_FILES
+from fleet_rl.evaluation_report import REPORT_FILES, RUN_FILE
 from fleet_rl.tiny_model import build_tiny_model
 
 POLICIES = "heuristic,even_bf16,random,optimal"
@@ -81,3 +81,56 @@ def test_usage_errors_exit_2_with_a_message(argv, message, capsys, tmp_path, mon
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # nothing written
+
+
+def fake_run(directory, steps: int = 3) -> None:
+    """A run directory as train_grpo.py leaves it: trainer_state.json in its checkpoints only."""
+    history = [
+        {"step": step, "reward": 0.1 * step, "rewards/fleet_reward/mean": 0.1 * step, "loss": 0.5}
+        for step in range(1, steps + 1)
+    ]
+    history.append({"step": steps, "heldout/mean_percent_of_optimum": 42.0, "heldout/ird_rate": 0.1})
+    for step, kept in ((1, history[:1]), (steps, history)):
+        checkpoint = directory / f"checkpoint-{step}"
+        checkpoint.mkdir(parents=True)
+        (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": kept}))
+
+
+def test_a_training_run_adds_its_curves_from_the_latest_checkpoint(tmp_path, capsys):
+    fake_run(tmp_path / "run")
+    argv = [
+        "--policies",
+        "optimal",
+        "--num_scenarios",
+        "2",
+        "--tasks",
+        "easy",
+        "--run",
+        str(tmp_path / "run"),
+    ]
+    report = eval_script.main([*argv, "--output_dir", str(tmp_path / "report")])
+    run = report["run"]
+    assert run["global_step"] == 3 and run["dir"] == str(tmp_path / "run")
+    assert run["curves"]["reward"] == [[1.0, 0.1], [2.0, 0.2], [3.0, pytest.approx(0.3)]]
+    assert run["curves"]["heldout/mean_percent_of_optimum"] == [[3.0, 42.0]]
+    assert "loss" not in run["curves"]
+    assert (tmp_path / "report" / RUN_FILE).read_bytes()[:4] == b"\x89PNG"
+    assert "held-out % of optimum at step 3: 42.0" in (tmp_path / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--policies", "optimal", "--output_dir", "x", "--run", "no_run"], "is not a directory"),
+        (["--policies", "optimal", "--output_dir", "x", "--run", "."], "no trainer_state.json in '.'"),
+        (["--baseline", "optimal", "--run", "."], "--run and --output_dir go with --policies"),
+    ],
+)
+def test_a_bad_run_is_a_usage_error_before_anything_is_evaluated(
+    argv, message, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        eval_script.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
