@@ -1,10 +1,11 @@
-"""The notebooks in notebooks/: valid nbformat 4 without outputs, commands that match the repository, and the
-CPU quickstart's pure-Python cells run (fast: no training, no model, no TRL import).
+"""The notebooks in notebooks/: valid nbformat 4 without outputs, commands that match the repository, the
+CPU quickstart's pure-Python cells run (fast: no training, no model, no TRL import), and the whole CPU
+quickstart, shell cells included, executed in a Jupyter kernel (nbclient; marked slow).
 
-nbformat is not part of the CPU set, so the structure is checked by hand against the nbformat 4 schema's
-required keys. Shell lines (``!``) and magics (``%``) are not executed here; their scripts, configs,
-constraints files, extras and ``--flags`` are checked against the repository (flags against the fields of
-the dataclasses each script parses, read with ``ast`` so that TRL is not imported).
+The structure is checked by hand against the nbformat 4 schema's required keys. In the fast tests shell
+lines (``!``) and magics (``%``) are not executed; their scripts, configs, constraints files, extras and
+``--flags`` are checked against the repository (flags against the fields of the dataclasses each script
+parses, read with ``ast`` so that TRL is not imported).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -152,3 +155,34 @@ def test_cpu_quickstart_python_cells_run(monkeypatch, capsys):
     assert executed >= 6, "the quickstart should keep its pure-Python walk-through"
     output = capsys.readouterr().out
     assert "sql-adapter" in output and "oom" in output and "several_plans" in output
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # trains the tiny preset: ~2-4 minutes on 2 idle cores
+def test_cpu_quickstart_executes_headless(tmp_path, monkeypatch):
+    """The whole CPU quickstart in a Jupyter kernel (nbclient), shell cells included: baselines, the tiny
+    preset's training and its held-out report. It runs in a scratch directory that holds the scripts and
+    configs, so its runs/ and models/ do not touch the repository's."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    for name in ("train_grpo.py", "eval.py", "configs"):
+        (tmp_path / name).symlink_to(REPO / name)
+    bin_dir = str(Path(sys.executable).parent)  # `!python` in a cell: this environment's interpreter
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
+    for key, value in {"WANDB_MODE": "offline", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "2"}.items():
+        monkeypatch.setenv(key, value)
+    notebook = nbformat.read(NOTEBOOKS["quickstart_cpu"], as_version=4)
+    client = NotebookClient(
+        notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError, with the cell and its traceback, if a cell fails
+    outputs = "\n".join(
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+    )
+    assert (tmp_path / "runs" / "tiny_cpu" / "eval_report.json").exists()
+    assert (tmp_path / "runs" / "baselines" / "even_bf16_tiny.json").exists()
+    assert "even_bf16 baseline" in outputs and "does not exist yet" not in outputs
