@@ -26,8 +26,6 @@ file small and tells a changed corpus apart from a changed parser.
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import hashlib
 import json
 import random
@@ -35,6 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
+
+from tests.rewards.golden_file import command_line, read_lines, write_lines
 
 GOLDEN = Path(__file__).parent / "data" / "parse_golden.jsonl.gz"
 SEED = 20_260_610
@@ -478,15 +478,15 @@ def completions(plans: list[dict]) -> Iterator[object]:
 
 
 def base_plans() -> list[dict]:
-    """Plans of every baseline on scenarios of each tier (what the golden file stores as its inputs)."""
+    """Plans of four baselines on scenarios of each tier (what the golden file stores as its inputs)."""
     from fleet_rl import make_scenario
     from fleet_rl.baselines import BASELINES
 
     return [
-        planner(make_scenario(task, seed), seed)
+        BASELINES[name](make_scenario(task, seed), seed)
         for task in ("easy", "medium", "hard")
         for seed in range(3)
-        for planner in BASELINES.values()
+        for name in ("even_bf16", "random", "random_split", "optimal")  # fixed: the corpus stays as recorded
     ]
 
 
@@ -508,38 +508,17 @@ def outcome(completion: object, result) -> list:
 
 def read_golden() -> tuple[list[dict], list[list]]:
     """(the base plans, the recorded outcomes)."""
-    with gzip.open(GOLDEN, "rt", encoding="utf-8") as file:
-        header = json.loads(file.readline())
-        return header["plans"], [json.loads(line) for line in file]
+    header, outcomes = read_lines(GOLDEN)
+    return header["plans"], outcomes
 
 
 def write_golden() -> int:
     from rewards.parsing import parse_plan
 
     plans = base_plans()
-    GOLDEN.parent.mkdir(exist_ok=True)
-    lines = [json.dumps({"seed": SEED, "plans": plans}, separators=(",", ":"))]
-    lines += [
-        json.dumps(outcome(completion, parse_plan(completion)), separators=(",", ":"))
-        for completion in completions(plans)
-    ]
-    text = "\n".join(lines) + "\n"
-    with open(GOLDEN, "wb") as file:  # mtime 0: the same corpus gives the same bytes
-        with gzip.GzipFile(fileobj=file, mode="wb", compresslevel=9, mtime=0, filename="") as gz:
-            gz.write(text.encode("utf-8"))
-    return len(lines) - 1
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--write", action="store_true", help="record the current parser's outcomes")
-    if parser.parse_args().write:
-        print(f"{write_golden()} outcomes written to {GOLDEN}")
-    else:
-        parser.print_help()
+    outcomes = [outcome(completion, parse_plan(completion)) for completion in completions(plans)]
+    return write_lines(GOLDEN, {"seed": SEED, "plans": plans}, outcomes)
 
 
 if __name__ == "__main__":
-    main()
+    command_line(__doc__, write_golden, GOLDEN, "parser")

@@ -25,12 +25,12 @@ floats rounded to 12 significant digits.
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.rewards.golden_file import command_line, read_lines, write_lines
 
 GOLDEN = Path(__file__).parent / "data" / "reward_golden.jsonl.gz"
 SEED = 20_261_123
@@ -115,36 +115,18 @@ def outcomes(completions: list, columns: dict[str, list]) -> list[list]:
 
 
 def read_golden() -> list[list]:
-    with gzip.open(GOLDEN, "rt", encoding="utf-8") as file:
-        header = json.loads(file.readline())
-        assert header["seed"] == SEED, "the golden file was recorded from another corpus seed"
-        return [json.loads(line) for line in file]
+    header, outcomes = read_lines(GOLDEN)
+    assert header["seed"] == SEED, "the golden file was recorded from another corpus seed"
+    return outcomes
 
 
 def write_golden() -> int:
     from rewards import REWARD_FUNCS
 
     scores = ["score", "objective", "progress", "runs_share", "valid", "feasible", "has_plan", "ird_rule"]
-    lines = [json.dumps({"seed": SEED, "columns": ["completion", *REWARD_FUNCS, *scores]})]
-    for completions, columns in reward_calls():
-        lines += [json.dumps(line, separators=(",", ":")) for line in outcomes(completions, columns)]
-    GOLDEN.parent.mkdir(exist_ok=True)
-    with open(GOLDEN, "wb") as file:  # mtime 0: the same outcomes give the same bytes
-        with gzip.GzipFile(fileobj=file, mode="wb", compresslevel=9, mtime=0, filename="") as gz:
-            gz.write(("\n".join(lines) + "\n").encode("utf-8"))
-    return len(lines) - 1
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--write", action="store_true", help="record the current rewards' outcomes")
-    if parser.parse_args().write:
-        print(f"{write_golden()} outcomes written to {GOLDEN}")
-    else:
-        parser.print_help()
+    header = {"seed": SEED, "columns": ["completion", *REWARD_FUNCS, *scores]}
+    return write_lines(GOLDEN, header, [line for call in reward_calls() for line in outcomes(*call)])
 
 
 if __name__ == "__main__":
-    main()
+    command_line(__doc__, write_golden, GOLDEN, "rewards")
