@@ -61,6 +61,7 @@ from fleet_rl.smollm2 import SmolLM2Error, ensure_smollm2  # noqa: E402
 from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
 from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
 from fleet_rl.training.backends import load_policy  # noqa: E402
+from fleet_rl.training.before_after import baseline_summaries, before_after_table  # noqa: E402
 from fleet_rl.training.callbacks import ScriptArgumentsToWandb  # noqa: E402
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
@@ -166,7 +167,24 @@ def main(argv: list[str] | None = None) -> dict:
         Path(training_args.output_dir, "eval_report.json").write_text(json.dumps(report, indent=2))
         trainer.log({f"heldout/{k}": v for k, v in report.items() if isinstance(v, float)})
         summary["heldout"] = {k: v for k, v in report.items() if k not in ("samples", "per_task")}
+        rows = {}
+        if hasattr(trainer.model, "disable_adapter"):  # LoRA: the start is the model without its adapters
+            with trainer.model.disable_adapter():
+                start = evaluate_policy(
+                    trainer.model,
+                    policy["processing_class"],
+                    num_scenarios=script_args.eval_scenarios,
+                    tasks=script_args.tasks,
+                    prompt_style=script_args.prompt_style,
+                    max_new_tokens=training_args.max_completion_length,
+                )
+            summary["heldout_start"] = {k: v for k, v in start.items() if k not in ("samples", "per_task")}
+            rows["start (before GRPO)"] = start
+        rows["after GRPO"] = report
+        baselines = baseline_summaries(script_args.tasks, script_args.eval_scenarios)
+        rows |= {f"{name} baseline": baseline for name, baseline in baselines.items()}
         print(json.dumps(summary, indent=2))
+        print(before_after_table(rows, num_scenarios=script_args.eval_scenarios, tasks=script_args.tasks))
 
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name="fleet_rl scenario generator")

@@ -46,7 +46,8 @@ def run_train(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("tiny_cpu")
-    run_train(tmp_path, "--max_steps", "4")
+    result = run_train(tmp_path, "--max_steps", "4")
+    (tmp_path / "stdout.txt").write_text(result.stdout)
     return tmp_path
 
 
@@ -73,6 +74,14 @@ def test_offline_wandb_run_and_heldout_report(first_run):
     assert report["num_scenarios"] == 2
     assert 0.0 <= report["mean_percent_of_optimum"] <= 100.0
     assert len(report["samples"]) == 2
+
+
+def test_the_run_ends_with_a_before_after_table(first_run):
+    stdout = (first_run / "stdout.txt").read_text()
+    table = stdout[stdout.index("Held-out: 2 scenarios") :].splitlines()
+    names = [line.split("  ")[0] for line in table[2:6]]
+    assert names == ["start (before GRPO)", "after GRPO", "even_bf16 baseline", "heuristic baseline"]
+    assert max(map(len, table[:6])) <= 80
 
 
 def test_resume_continues_at_the_saved_step(first_run):
