@@ -64,6 +64,7 @@ from fleet_rl.training.backends import load_policy  # noqa: E402
 from fleet_rl.training.before_after import baseline_summaries, before_after_table  # noqa: E402
 from fleet_rl.training.callbacks import ScriptArgumentsToWandb  # noqa: E402
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
+from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
     )
 
     # 3. Policy + trainer. Rewards are plain functions; TRL logs each as rewards/<name>/mean.
+    if training_args.log_completions:
+        install_completions_printer()  # sampled completions readable in an 80-column terminal
     policy = load_policy(model_path, script_args, training_args, model_args)
     trainer = GRPOTrainer(
         reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
