@@ -50,7 +50,8 @@ def print_completions(
         fields = [f"{name.removesuffix('_reward')}={values[i]:.2f}" for name, values in rewards.items()]
         if advantages is not None:
             fields.append(f"advantage={advantages[i]:+.2f}")
-        fields += [f"{name}={values[i]}" for name, values in (extra or {}).items() if values[i] not in ("", None)]
+        extras = (extra or {}).items()
+        fields += [f"{name}={values[i]}" for name, values in extras if values[i] not in ("", None)]
         header = f"── step {step} · completion {i + 1}/{len(completions)} · " + " · ".join(fields)
         print(textwrap.fill(header, width=width, subsequent_indent="   "))
         lines = [
