@@ -156,6 +156,16 @@ def evaluate_model(args: EvalArguments) -> dict:
     )
 
 
+def _free_accelerator_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def policy_kinds(names: str) -> list[tuple[str, str]]:
     """(name, "baseline" or "model") per comma-separated policy; ``ValueError`` names an unknown one."""
     policies = [name.strip() for name in names.split(",") if name.strip()]
@@ -182,6 +192,7 @@ def evaluate_policies(args: EvalArguments, kinds: list[tuple[str, str]]) -> dict
             summary = evaluate_baseline(replace(args, baseline=name))
         else:
             summary = evaluate_model(replace(args, model=name))
+            _free_accelerator_memory()  # the next model loads into the memory this one held
         policies.append({"name": name, "kind": kind, "summary": summary})
     return write_report(
         policies,
