@@ -105,6 +105,26 @@ def test_eval_script_loads_the_trained_adapter_in_4bit(first_run, capsys):
     assert report["num_scenarios"] == 2 and 0.0 <= report["mean_percent_of_optimum"] <= 100.0
 
 
+def test_the_trained_checkpoint_in_a_multi_policy_report_with_its_curves(first_run):
+    import eval as eval_script
+
+    output = first_run / "report"
+    report = eval_script.main(
+        ["--policies", f"{first_run / 'run'},even_bf16", "--load_in_4bit", "true", "--tasks", "easy",
+         "--num_scenarios", "2", "--prompt_style", "compact", "--max_new_tokens", "48",
+         "--output_dir", str(output), "--run", str(first_run / "run")]
+    )  # fmt: skip
+    trained = report["policies"][0]
+    assert trained["kind"] == "model" and trained["summary"]["num_scenarios"] == 2
+    assert trained["summary"]["mean_completion_tokens"] > 0
+    assert report["run"]["global_step"] >= 4 and "reward" in report["run"]["curves"]
+    assert {path.name for path in output.iterdir()} >= {
+        "report.md",
+        "percent_of_optimum.png",
+        "training_curves.png",
+    }
+
+
 def test_a_killed_run_resumes_from_its_last_checkpoint(first_run):
     import signal
     import time
