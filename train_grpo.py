@@ -48,6 +48,7 @@ if _backend_requested(sys.argv[1:]) == "unsloth":
     if torch.cuda.is_available():
         import unsloth  # noqa: F401  (patches transformers/trl/peft; must come before them)
 
+import functools  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import warnings  # noqa: E402
@@ -159,7 +160,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     # 5. Held-out evaluation with the same reward path, written next to the checkpoints.
     if script_args.eval_scenarios > 0 and trainer.is_world_process_zero():
-        report = evaluate_policy(
+        held_out = functools.partial(  # the model as it is when called: with or without its adapters
+            evaluate_policy,
             trainer.model,
             policy["processing_class"],
             num_scenarios=script_args.eval_scenarios,
@@ -167,20 +169,14 @@ def main(argv: list[str] | None = None) -> dict:
             prompt_style=script_args.prompt_style,
             max_new_tokens=training_args.max_completion_length,
         )
+        report = held_out()
         Path(training_args.output_dir, "eval_report.json").write_text(json.dumps(report, indent=2))
         trainer.log({f"heldout/{k}": v for k, v in report.items() if isinstance(v, float)})
         summary["heldout"] = {k: v for k, v in report.items() if k not in ("samples", "per_task")}
         rows = {}
         if hasattr(trainer.model, "disable_adapter"):  # LoRA: the start is the model without its adapters
             with trainer.model.disable_adapter():
-                start = evaluate_policy(
-                    trainer.model,
-                    policy["processing_class"],
-                    num_scenarios=script_args.eval_scenarios,
-                    tasks=script_args.tasks,
-                    prompt_style=script_args.prompt_style,
-                    max_new_tokens=training_args.max_completion_length,
-                )
+                start = held_out()
             summary["heldout_start"] = {k: v for k, v in start.items() if k not in ("samples", "per_task")}
             rows["start (before GRPO)"] = start
         rows["after GRPO"] = report
