@@ -185,23 +185,38 @@ def policy_kinds(names: str) -> list[tuple[str, str]]:
 
 
 def evaluate_policies(args: EvalArguments, kinds: list[tuple[str, str]]) -> dict:
-    """Every policy on the same held-out rows; the report written to ``args.output_dir``."""
-    policies = []
+    """Every policy on the same held-out rows. The report in ``args.output_dir`` is written again after each
+    policy, so an interrupted evaluation leaves the policies done so far; a policy that fails (a model that
+    does not load, a generation error) is reported with its error and the others go on."""
+    import sys
+
+    policies: list[dict] = []
+    report: dict = {}
     for name, kind in kinds:
-        if kind == "baseline":
-            summary = evaluate_baseline(replace(args, baseline=name))
-        else:
-            summary = evaluate_model(replace(args, model=name))
-            _free_accelerator_memory()  # the next model loads into the memory this one held
-        policies.append({"name": name, "kind": kind, "summary": summary})
-    return write_report(
-        policies,
-        tasks=args.tasks,
-        num_scenarios=args.num_scenarios,
-        dataset_seed=args.dataset_seed,
-        output_dir=args.output_dir,
-        run_dir=args.run,
-    )
+        try:
+            if kind == "baseline":
+                summary = evaluate_baseline(replace(args, baseline=name))
+            else:
+                summary = evaluate_model(replace(args, model=name))
+            policies.append({"name": name, "kind": kind, "summary": summary})
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as error:  # one policy's failure must not lose the others' results
+            message = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            print(f"eval.py: policy {name!r} failed: {message}", file=sys.stderr)
+            policies.append({"name": name, "kind": kind, "error": message})
+        finally:
+            if kind == "model":
+                _free_accelerator_memory()  # the next model loads into the memory this one held
+        report = write_report(
+            policies,
+            tasks=args.tasks,
+            num_scenarios=args.num_scenarios,
+            dataset_seed=args.dataset_seed,
+            output_dir=args.output_dir,
+            run_dir=args.run,
+        )
+    return report
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -254,4 +269,6 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    result = main()
+    failed = [policy["name"] for policy in result.get("policies", []) if "error" in policy]
+    raise SystemExit(f"eval.py: {len(failed)} policies failed: {', '.join(failed)}" if failed else 0)

@@ -12,7 +12,8 @@ held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries h
   ``mean_percent_of_optimum`` (IRD plans count 0), ``mean_kernel_percent_of_optimum``,
   ``mean_fleet_reward``, ``valid_plan_rate``, ``feasible_rate``, ``crash_rate`` and ``oom_rate`` /
   ``unsupported_rate`` / ``unstable_rate``, ``ird_rate``, and for model policies
-  ``mean_completion_tokens`` (plus a few ``samples``);
+  ``mean_completion_tokens`` (plus a few ``samples``). A policy that failed has ``"error"`` (the message)
+  instead of a summary;
 - ``report.md``: the table a person reads, % of optimum per tier and the rates, policies in the order given;
 - ``percent_of_optimum.png``: % of optimum by policy and tier (grouped bars);
 - with a training run (``--run DIR``): ``report.json``'s ``"run"``, ``{"dir", "global_step", "curves":
@@ -59,6 +60,9 @@ def markdown(report: dict) -> str:
         "|" + "---|" * len(header),
     ]
     for policy in report["policies"]:
+        if "error" in policy:
+            lines.append(f"| `{policy['name']}` | failed: {policy['error'].replace('|', '/')} |")
+            continue
         summary = policy["summary"]
         per_task = summary.get("per_task", {})
         cells = [f"`{policy['name']}`", f"{summary['mean_percent_of_optimum']:.1f}"]
@@ -101,7 +105,7 @@ def plot_percent_of_optimum(report: dict, path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     tiers = [*_tiers(report), "all"]
-    policies = report["policies"]
+    policies = [policy for policy in report["policies"] if "summary" in policy]
     width = 0.8 / max(len(policies), 1)
     figure, axes = plt.subplots(figsize=(max(6.0, 1.4 * len(tiers) + 0.3 * len(policies)), 4.0))
     for k, policy in enumerate(policies):

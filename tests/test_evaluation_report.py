@@ -134,3 +134,35 @@ def test_a_bad_run_is_a_usage_error_before_anything_is_evaluated(
         eval_script.main(argv)
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_a_failing_policy_is_reported_and_the_others_are_kept(tmp_path, capsys):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")  # a directory that is no model
+    argv = ["--policies", f"even_bf16,{broken},optimal", "--num_scenarios", "2", "--tasks", "easy"]
+    report = eval_script.main([*argv, "--output_dir", str(tmp_path / "report")])
+    names = [policy["name"] for policy in report["policies"]]
+    assert names == ["even_bf16", str(broken), "optimal"]
+    assert "summary" in report["policies"][0] and "summary" in report["policies"][2]
+    assert report["policies"][1]["error"].startswith("ValueError")
+    assert f"policy {str(broken)!r} failed" in capsys.readouterr().err
+    assert "failed: ValueError" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_an_interrupted_evaluation_leaves_the_policies_done_so_far(tmp_path, monkeypatch):
+    done = []
+
+    def baseline_then_interrupt(args):
+        if done:
+            raise KeyboardInterrupt
+        done.append(args.baseline)
+        return original(args)
+
+    original = eval_script.evaluate_baseline
+    monkeypatch.setattr(eval_script, "evaluate_baseline", baseline_then_interrupt)
+    argv = ["--policies", "optimal,even_bf16", "--num_scenarios", "2", "--tasks", "easy"]
+    with pytest.raises(KeyboardInterrupt):
+        eval_script.main([*argv, "--output_dir", str(tmp_path / "report")])
+    written = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert [policy["name"] for policy in written["policies"]] == ["optimal"]
