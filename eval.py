@@ -24,6 +24,7 @@ directories, comma-separated, loaded with the same flags) on the same scenarios 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -31,13 +32,12 @@ from trl import TrlParser
 
 from fleet_rl.baselines import BASELINES
 from fleet_rl.evaluation_report import REPORT_FILES, RUN_FILE, markdown, write_report
-from fleet_rl.prompts import format_answer
 from fleet_rl.run_curves import trainer_state
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.smollm2 import SmolLM2Error
+from fleet_rl.training import heldout
 from fleet_rl.training.arguments import LOCAL_MODELS
-from fleet_rl.training.dataset import planner_answer, scenario_rows
-from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_policy, summarise
+from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_policy
 
 
 @dataclass
@@ -76,9 +76,9 @@ class EvalArguments:
 
 def evaluate_baseline(args: EvalArguments) -> dict:
     """Score a baseline planner's answers on the held-out rows."""
-    planner = BASELINES[args.baseline]
-    rows = scenario_rows(args.tasks, args.num_scenarios, dataset_seed=args.dataset_seed, split="eval")
-    return summarise(rows, [format_answer(planner_answer(planner, row)) for row in rows])
+    return heldout.evaluate_baseline(
+        args.baseline, num_scenarios=args.num_scenarios, tasks=args.tasks, dataset_seed=args.dataset_seed
+    )
 
 
 def quantization_config(load_in_4bit: bool):
@@ -188,8 +188,6 @@ def evaluate_policies(args: EvalArguments, kinds: list[tuple[str, str]]) -> dict
     """Every policy on the same held-out rows. The report in ``args.output_dir`` is written again after each
     policy, so an interrupted evaluation leaves the policies done so far; a policy that fails (a model that
     does not load, a generation error) is reported with its error and the others go on."""
-    import sys
-
     policies: list[dict] = []
     report: dict = {}
     for name, kind in kinds:

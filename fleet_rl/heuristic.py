@@ -32,6 +32,7 @@ from fleet_rl.catalog import MODULE_GROUPS
 from fleet_rl.kernel import SolvedScenario, evaluate
 from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Job, Scenario
+from fleet_rl.solved_scenarios import solved_scenario
 
 __all__ = ["heuristic"]
 
@@ -75,8 +76,6 @@ def _one_replica(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> dict
 
 def heuristic(scenario: Scenario, seed: int = 0) -> dict:
     """Formats by kind, memory first, GPUs by priority (see the module docstring)."""
-    from fleet_rl.solved_scenarios import solved_scenario
-
     solved = solved_scenario(scenario)
     half = "bf16" if scenario.gpu.supports("bf16") else "fp16"
     fp8 = scenario.gpu.supports("fp8")

@@ -243,7 +243,7 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
         feasible[agent_plans] = scored.valid[agent_plans] & ~failing[agent_plans] & helps
     crashes = np.stack(
         [scored.valid & (own_sum(results.status == code) > 0) for code in _CRASH_CODES], axis=1
-    ).reshape(num_plans, len(_CRASH_CODES))
+    )
     return _Judged(runs_share, progress, feasible, score, own_row, crashes)
 
 

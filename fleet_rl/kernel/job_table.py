@@ -140,14 +140,11 @@ class PackedJobTable:
         layout = packs[0].layout
         if any(pack.layout != layout for pack in packs):
             return JobTable.concatenate([pack.unpacked() for pack in packs])
-        fields: list = [None] * len(_FIELDS)
-        for g, (_, indices) in enumerate(layout):
-            block = np.concatenate([pack.blocks[g] for pack in packs], axis=1)
-            for k, i in enumerate(indices):
-                fields[i] = block[k]
-        return JobTable(*fields)
+        blocks = [np.concatenate([pack.blocks[g] for pack in packs], axis=1) for g in range(len(layout))]
+        return PackedJobTable(layout, tuple(blocks)).unpacked()
 
     def unpacked(self) -> JobTable:
+        """The ``JobTable`` whose fields are views of the blocks (each C-contiguous)."""
         fields: list = [None] * len(_FIELDS)
         for block, (_, indices) in zip(self.blocks, self.layout, strict=True):
             for k, i in enumerate(indices):

@@ -4,17 +4,14 @@ on the same held-out scenarios, in lines a person reads at a glance in an 80-col
 ``train_grpo.py`` evaluates the trained policy (``eval_report.json``) and, when it trained LoRA adapters,
 the policy it started from: the same model with the adapters switched off (``peft``'s
 ``disable_adapter()``: no second model in memory). The baselines answer the same rows
-(``fleet_rl.training.heldout.summarise``), so the four rows compare like with like.
+(``fleet_rl.training.heldout.evaluate_baseline``), so the four rows compare like with like.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleet_rl.baselines import BASELINES
-from fleet_rl.prompts import format_answer
-from fleet_rl.training.dataset import planner_answer, scenario_rows
-from fleet_rl.training.heldout import EVAL_DATASET_SEED, summarise
+from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_baseline
 
 __all__ = ["TABLE_BASELINES", "baseline_summaries", "before_after_table"]
 
@@ -27,9 +24,8 @@ def baseline_summaries(
     tasks: Sequence[str], num_scenarios: int, *, dataset_seed: int = EVAL_DATASET_SEED
 ) -> dict[str, dict]:
     """``TABLE_BASELINES`` scored on the held-out rows the policy answered."""
-    rows = scenario_rows(tasks, num_scenarios, dataset_seed=dataset_seed, split="eval")
     return {
-        name: summarise(rows, [format_answer(planner_answer(BASELINES[name], row)) for row in rows])
+        name: evaluate_baseline(name, num_scenarios=num_scenarios, tasks=tasks, dataset_seed=dataset_seed)
         for name in TABLE_BASELINES
     }
 

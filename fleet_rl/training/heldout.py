@@ -17,11 +17,13 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from fleet_rl.training.dataset import scenario_rows
+from fleet_rl.baselines import BASELINES
+from fleet_rl.prompts import format_answer
+from fleet_rl.training.dataset import planner_answer, scenario_rows
 from rewards import fleet_reward, score_completions
 from rewards.scoring import CRASHES
 
-__all__ = ["EVAL_DATASET_SEED", "evaluate_policy", "summarise"]
+__all__ = ["EVAL_DATASET_SEED", "evaluate_baseline", "evaluate_policy", "summarise"]
 
 EVAL_DATASET_SEED = 7  # eval scenarios are drawn from their own split; this fixes which ones
 
@@ -116,3 +118,12 @@ def evaluate_policy(
         for row, completion in list(zip(rows, completions, strict=True))[:num_samples]
     ]
     return summary
+
+
+def evaluate_baseline(
+    name: str, *, num_scenarios: int, tasks: Sequence[str], dataset_seed: int = EVAL_DATASET_SEED
+) -> dict:
+    """A baseline planner's answers (``fleet_rl.baselines``; multi-agent rows: its part for the agent's job)
+    to the held-out rows ``evaluate_policy`` answers with the same arguments, scored (see ``summarise``)."""
+    rows = scenario_rows(tasks, num_scenarios, dataset_seed=dataset_seed, split="eval")
+    return summarise(rows, [format_answer(planner_answer(BASELINES[name], row)) for row in rows])
