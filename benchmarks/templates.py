@@ -1,0 +1,276 @@
+"""How far a policy gets without reading the scenario: the best scenario-blind template per tier (issue #11).
+
+    python benchmarks/templates.py [--tasks easy medium hard] [--scenarios 200] [--split eval]
+
+A *template* copies the job ids and the GPU count from the prompt, splits the GPUs by a fixed rule and gives
+every job of a kind the same fixed setting: one tensor-parallel target, one precision map, one micro-batch
+and checkpointing choice (train, lora), one KV format (serve). Nothing else of the scenario is read: not
+the GPU, the model, the context length or the memory. The tensor parallelism is the largest size up to the
+target that divides the job's GPU share and its model's attention heads (any other choice is an invalid
+plan, which no one would write).
+
+The search is exact over its grid. A plan's score is Σ job values ÷ the optimum's objective, and a job's
+value depends only on its own setting and GPU share, so for a fixed split rule the best template takes, per
+kind, the setting with the largest Σ over that kind's jobs of value ÷ its scenario's optimum. Every
+(job, setting) pair of the grid is simulated (vectorised, millions of rows per second); the winner is then
+scored again as real plans through ``evaluate_batch``, which is the number reported (it differs from the
+search's sum only where a plan's objective is negative and the score clips it to 0).
+
+Grid: tensor-parallel target 1/2/4/8; precision maps with embedding, attention, mlp and lm_head in any of
+the six formats and norms in fp32/bf16/fp16 (3,888 maps); micro-batch 1-64 with and without checkpointing;
+any KV format. Split rules: ``even`` (remainder to the highest priorities, like ``even_bf16``),
+``priority`` (proportional to priority, largest remainders, every job at least one GPU while they last)
+and ``top`` (every GPU to the highest-priority job). The report also gives ``even_bf16`` and ``heuristic``
+on the same scenarios, and how many distinct optimal plans the first 60 scenarios have (a task whose
+optimum rarely changes can be learned as a constant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.machine import cpu_model  # noqa: E402
+from fleet_rl import make_scenario  # noqa: E402
+from fleet_rl.baselines import even_bf16, heuristic  # noqa: E402
+from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS  # noqa: E402
+from fleet_rl.kernel import evaluate_batch  # noqa: E402
+from fleet_rl.kernel.constants import KINDS, SERVE  # noqa: E402
+from fleet_rl.kernel.job_table import JobTable  # noqa: E402
+from fleet_rl.kernel.simulate import PlanRows, job_values, simulate  # noqa: E402
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES  # noqa: E402
+from fleet_rl.scenario import Scenario  # noqa: E402
+from fleet_rl.solved_scenarios import solved_scenario  # noqa: E402
+
+NORM_FORMATS = ("fp32", "bf16", "fp16")  # fp8/int8/int4 norms are unstable in every kind
+DISTINCT_OPTIMA_SCENARIOS = 60
+SETTINGS_PER_PASS = 4096  # settings simulated together (× jobs rows)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One kind's fixed part of a template."""
+
+    tensor_parallel: int  # target; the plan uses the largest dividing size up to it
+    precision: tuple[str, ...]  # per module group, in MODULE_GROUPS order
+    micro_batch_size: int
+    activation_checkpointing: bool
+    kv_cache: str
+
+    def fields(self, serve: bool) -> dict:
+        """The plan fields this kind reads, besides ids, GPUs and tensor parallelism."""
+        fields: dict = {"precision": dict(zip(MODULE_GROUPS, self.precision, strict=True))}
+        if serve:
+            return fields | {"kv_cache": self.kv_cache}
+        checkpointing = self.activation_checkpointing
+        return fields | {"micro_batch_size": self.micro_batch_size, "activation_checkpointing": checkpointing}
+
+    def job_plan(self, job_id: str, gpus: int, heads: int, serve: bool) -> dict:
+        tp = tensor_parallel(self.tensor_parallel, gpus, heads)
+        return {"id": job_id, "gpus": gpus, "tensor_parallel": tp} | self.fields(serve)
+
+
+def tensor_parallel(target: int, gpus: int, heads: int) -> int:
+    """The largest schema size ≤ ``target`` dividing ``gpus`` and ``heads`` (1 divides everything)."""
+    return max(tp for tp in TENSOR_PARALLEL_SIZES if tp <= target and gpus % tp == 0 and heads % tp == 0)
+
+
+def settings_grid(kind: int) -> list[Setting]:
+    """Every setting of the grid for a job kind (serve: no micro-batch or checkpointing; others: no KV)."""
+    free = (*[PRECISIONS] * 3, NORM_FORMATS, PRECISIONS)  # embedding, attention, mlp, norm, lm_head
+    maps = list(itertools.product(*free))
+    if kind == SERVE:
+        rest = [(1, False, kv) for kv in PRECISIONS]
+    else:
+        rest = [(mb, ckpt, "bf16") for mb in MICRO_BATCH_SIZES for ckpt in (False, True)]
+    return [Setting(tp, m, *r) for tp in TENSOR_PARALLEL_SIZES for m in maps for r in rest]
+
+
+# --- GPU split rules: (GPU count, priorities) -> GPUs per job ---------------------------------------------
+
+
+def split_even(count: int, priorities: list[float]) -> list[int]:
+    share = [count // len(priorities)] * len(priorities)
+    for i in sorted(range(len(priorities)), key=lambda i: -priorities[i])[: count % len(priorities)]:
+        share[i] += 1
+    return share
+
+
+def split_priority(count: int, priorities: list[float]) -> list[int]:
+    """Proportional to priority by largest remainders, every job at least one GPU while they last."""
+    jobs = len(priorities)
+    share = [1 if i < count else 0 for i in range(jobs)]
+    left = count - sum(share)
+    total = sum(priorities)
+    exact = [left * p / total for p in priorities]
+    share = [s + math.floor(e) for s, e in zip(share, exact, strict=True)]
+    by_remainder = sorted(range(jobs), key=lambda i: -(exact[i] - math.floor(exact[i])))
+    for i in by_remainder[: count - sum(share)]:
+        share[i] += 1
+    return share
+
+
+def split_top(count: int, priorities: list[float]) -> list[int]:
+    top = max(range(len(priorities)), key=lambda i: priorities[i])
+    return [count if i == top else 0 for i in range(len(priorities))]
+
+
+SPLIT_RULES: dict[str, Callable[[int, list[float]], list[int]]] = {
+    "even": split_even,
+    "priority": split_priority,
+    "top": split_top,
+}
+
+
+def template_plan(scenario: Scenario, rule: str, settings: dict[int, Setting]) -> dict:
+    """The plan a template writes for ``scenario`` (ids, GPU split, one setting per kind)."""
+    jobs = scenario.jobs
+    shares = SPLIT_RULES[rule](scenario.cluster.count, [job.priority for job in jobs])
+    parts = []
+    for job, gpus in zip(jobs, shares, strict=True):
+        kind = KINDS.index(job.kind)
+        if gpus:
+            heads = job.model_spec.num_attention_heads
+            parts.append(settings[kind].job_plan(job.id, gpus, heads, kind == SERVE))
+    return {"jobs": parts}
+
+
+# --- the exact search ------------------------------------------------------------------------------------
+
+
+def best_settings(scenarios: list[Scenario], rule: str) -> tuple[dict[int, Setting], float]:
+    """Per kind, the grid setting with the largest Σ value ÷ optimum over that kind's jobs under ``rule``;
+    and the mean score that sum predicts."""
+    solved = [solved_scenario(s) for s in scenarios]
+    table = JobTable.concatenate([s.table for s in solved])
+    reference = np.concatenate([s.reference_tokens_per_s for s in solved])
+    index, gpus, weight = [], [], []
+    offset = 0
+    for scenario, sol in zip(scenarios, solved, strict=True):
+        shares = SPLIT_RULES[rule](scenario.cluster.count, [job.priority for job in scenario.jobs])
+        for j, share in enumerate(shares):
+            if share and sol.optimal_objective > 0:
+                index.append(offset + j)
+                gpus.append(share)
+                weight.append(1.0 / sol.optimal_objective)
+        offset += len(scenario.jobs)
+    index, gpus, weight = np.array(index), np.array(gpus), np.array(weight)
+    best: dict[int, Setting] = {}
+    total = 0.0
+    for kind in range(len(KINDS)):
+        mine = table.kind[index] == kind
+        if not mine.any():
+            continue
+        grid = settings_grid(kind)
+        sums = _setting_sums(table, reference, index[mine], gpus[mine], weight[mine], grid)
+        best[kind] = grid[int(np.argmax(sums))]
+        total += float(sums.max())
+    for kind in range(len(KINDS)):  # kinds absent from these scenarios: any setting
+        best.setdefault(kind, settings_grid(kind)[0])
+    return best, total / len(scenarios)
+
+
+def _setting_sums(table, reference, jobs, gpus, weight, grid: list[Setting]) -> np.ndarray:
+    """Σ over ``jobs`` of value ÷ optimum, for every setting of ``grid`` (vectorised in passes)."""
+    heads = table.num_heads[jobs]
+    # effective tensor parallelism of each job for each target
+    tp_of = {
+        target: np.array([tensor_parallel(target, int(g), int(h)) for g, h in zip(gpus, heads, strict=True)])
+        for target in TENSOR_PARALLEL_SIZES
+    }
+    code = {p: i for i, p in enumerate(PRECISIONS)}
+    sums = np.empty(len(grid))
+    n = jobs.size
+    for start in range(0, len(grid), SETTINGS_PER_PASS):
+        chunk = grid[start : start + SETTINGS_PER_PASS]
+        k = len(chunk)
+        rows = PlanRows(
+            job=np.tile(jobs, k),
+            gpus=np.tile(gpus, k),
+            tensor_parallel=np.concatenate([tp_of[s.tensor_parallel] for s in chunk]),
+            precision=np.repeat(np.array([[code[p] for p in s.precision] for s in chunk]), n, axis=0),
+            micro_batch_size=np.repeat(np.array([s.micro_batch_size for s in chunk]), n),
+            activation_checkpointing=np.repeat(np.array([s.activation_checkpointing for s in chunk]), n),
+            kv_cache=np.repeat(np.array([code[s.kv_cache] for s in chunk]), n),
+            invalid=np.zeros(k * n, dtype=bool),
+        )
+        values = job_values(table, rows, simulate(table, rows), reference)
+        sums[start : start + k] = (values.reshape(k, n) * weight).sum(axis=1)
+    return sums
+
+
+def mean_percent(scenarios: list[Scenario], plans: list[dict]) -> float:
+    return 100.0 * float(np.mean([e.score for e in evaluate_batch(scenarios, plans)]))
+
+
+def distinct_optima(task: str, split: str, count: int = DISTINCT_OPTIMA_SCENARIOS) -> int:
+    """How many of the first ``count`` scenarios' optimal plans differ (job ids replaced by their index)."""
+    seen = set()
+    for seed in range(count):
+        plan = solved_scenario(make_scenario(task, seed, split)).optimal_plan
+        seen.add(json.dumps([{**part, "id": i} for i, part in enumerate(plan["jobs"])], sort_keys=True))
+    return len(seen)
+
+
+def describe(settings: dict[int, Setting], kinds: set[int]) -> dict:
+    return {
+        KINDS[kind]: {"tensor_parallel_target": settings[kind].tensor_parallel}
+        | settings[kind].fields(kind == SERVE)
+        for kind in sorted(kinds)
+    }
+
+
+def run_task(task: str, num_scenarios: int, split: str) -> dict:
+    start = time.perf_counter()
+    scenarios = [make_scenario(task, seed, split) for seed in range(num_scenarios)]
+    kinds = {KINDS.index(job.kind) for s in scenarios for job in s.jobs}
+    rules = {}
+    for rule in SPLIT_RULES:
+        settings, predicted = best_settings(scenarios, rule)
+        plans = [template_plan(s, rule, settings) for s in scenarios]
+        rules[rule] = {
+            "percent_of_optimum": round(mean_percent(scenarios, plans), 1),
+            "search_predicted_percent": round(100.0 * predicted, 1),
+            "settings": describe(settings, kinds),
+        }
+    best_rule = max(rules, key=lambda r: rules[r]["percent_of_optimum"])
+    return {
+        "scenarios": num_scenarios,
+        "best_template_percent": rules[best_rule]["percent_of_optimum"],
+        "best_rule": best_rule,
+        "even_bf16_percent": round(mean_percent(scenarios, [even_bf16(s) for s in scenarios]), 1),
+        "heuristic_percent": round(mean_percent(scenarios, [heuristic(s) for s in scenarios]), 1),
+        f"distinct_optimal_plans_of_first_{DISTINCT_OPTIMA_SCENARIOS}": distinct_optima(task, split),
+        "rules": rules,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["easy", "medium", "hard"])
+    parser.add_argument("--scenarios", type=int, default=200, help="scenarios per task (seeds 0..N-1)")
+    parser.add_argument("--split", default="eval", choices=["train", "eval"])
+    args = parser.parse_args(argv)
+    report = {
+        "machine": cpu_model(),
+        "split": args.split,
+        "tasks": {task: run_task(task, args.scenarios, args.split) for task in args.tasks},
+    }
+    print(json.dumps(report, indent=2))
+    return report
+
+
+if __name__ == "__main__":
+    main()
