@@ -27,8 +27,11 @@ Simplifications, stated openly:
 - ``interconnect_gb_s`` is the per-GPU, per-direction bandwidth a ring all-reduce can use: half the
   bidirectional NVLink / Infinity Fabric figure, or the PCIe x16 rate per direction. PCIe cards are assumed
   to talk through the PCIe switch or host (no NVLink bridges); GeForce cards have no peer-to-peer, so their
-  figure is an upper bound. ``interconnect_latency_us`` is an order-of-magnitude estimate of the
-  small-message all-reduce latency seen in nccl-tests ``all_reduce_perf`` runs, not a measurement.
+  figure is an upper bound. ``interconnect_latency_us`` is the small-message all-reduce latency. On
+  NVSwitch it is 13 µs: NCCL 2.18 under CUDA graphs on H100 SXM measured 11.8-13.8 µs for 1-128 KB bf16
+  ("Committed floors (NCCL 2.18.3): 23.1 us eager / 13.7 us CUDA Graph", waynehacking8/nccl-collectives-bench
+  results/symmetric/report.md, a 4-GPU slice of an 8×H100 node); A100 and B200 NVSwitch are assumed alike.
+  Over PCIe and xGMI it is an order-of-magnitude estimate from nccl-tests ``all_reduce_perf`` runs.
 - Model parameter counts cover the weights that are stored: rotary embeddings have none, buffers are
   excluded, MoE layers have no shared experts, sliding windows (Mistral) do not change the count, and GPT-2's
   ``Conv1D`` layers are counted as the linear layers they are.

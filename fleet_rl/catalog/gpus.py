@@ -92,7 +92,7 @@ GPUS: Mapping[str, GPUSpec] = read_only_index(
             idle_w=70.0,  # nvidia-smi idle logs of H100 SXM: 68-72 W in P0
             interconnect="nvlink",  # NVLink 4 via NVSwitch (HGX H100)
             interconnect_gb_s=450.0,  # H100 datasheet: NVLink 900 GB/s bidirectional -> 450 per direction
-            interconnect_latency_us=6.0,  # estimate, nccl-tests all_reduce_perf small messages on NVSwitch
+            interconnect_latency_us=13.0,  # NCCL small-message all-reduce on NVSwitch (catalog docstring)
         ),
         GPUSpec(
             name="h100-pcie",
@@ -124,7 +124,7 @@ GPUS: Mapping[str, GPUSpec] = read_only_index(
             idle_w=75.0,  # nvidia-smi idle logs of H200: 74-78 W in P0
             interconnect="nvlink",  # NVLink 4 via NVSwitch (HGX H200)
             interconnect_gb_s=450.0,  # H200 datasheet: NVLink 900 GB/s bidirectional -> 450 per direction
-            interconnect_latency_us=6.0,  # estimate, nccl-tests all_reduce_perf small messages on NVSwitch
+            interconnect_latency_us=13.0,  # NCCL small-message all-reduce on NVSwitch (catalog docstring)
         ),
         GPUSpec(
             name="a100-40gb",
@@ -139,7 +139,7 @@ GPUS: Mapping[str, GPUSpec] = read_only_index(
             idle_w=55.0,  # nvidia-smi idle logs of A100-SXM4-40GB: 50-63 W in P0
             interconnect="nvlink",  # NVLink 3 via NVSwitch (HGX A100)
             interconnect_gb_s=300.0,  # A100 datasheet: NVLink 600 GB/s bidirectional -> 300 per direction
-            interconnect_latency_us=8.0,  # estimate, nccl-tests all_reduce_perf small messages on NVSwitch
+            interconnect_latency_us=13.0,  # NCCL small-message all-reduce on NVSwitch (catalog docstring)
         ),
         GPUSpec(
             name="a100-80gb",
@@ -154,7 +154,7 @@ GPUS: Mapping[str, GPUSpec] = read_only_index(
             idle_w=55.0,  # nvidia-smi idle logs of A100-SXM4-80GB: 50-64 W in P0
             interconnect="nvlink",  # NVLink 3 via NVSwitch (HGX A100)
             interconnect_gb_s=300.0,  # A100 datasheet: NVLink 600 GB/s bidirectional -> 300 per direction
-            interconnect_latency_us=8.0,  # estimate, nccl-tests all_reduce_perf small messages on NVSwitch
+            interconnect_latency_us=13.0,  # NCCL small-message all-reduce on NVSwitch (catalog docstring)
         ),
         GPUSpec(
             name="l40s",
@@ -247,7 +247,7 @@ GPUS: Mapping[str, GPUSpec] = read_only_index(
             idle_w=140.0,  # nvidia-smi idle logs of B200: 136-145 W in P0
             interconnect="nvlink",  # NVLink 5 via NVSwitch (HGX B200)
             interconnect_gb_s=900.0,  # HGX B200 datasheet: NVLink 1.8 TB/s bidirectional -> 900
-            interconnect_latency_us=6.0,  # estimate, nccl-tests all_reduce_perf small messages on NVSwitch
+            interconnect_latency_us=13.0,  # NCCL small-message all-reduce on NVSwitch (catalog docstring)
         ),
         GPUSpec(
             name="mi300x",

@@ -61,6 +61,29 @@ DECODE_COMPUTE_EFFICIENCY = 0.6  # compute roof of batched decode (vLLM/TRT-LLM 
 # Model bandwidth utilisation of decode: 60-80 % is typical (Databricks, "LLM Inference Performance
 # Engineering: Best Practices", 2023).
 MEMORY_BANDWIDTH_UTILISATION = 0.8
+# A fixed cost per layer per decode step: the launches and tails of the ~10 small kernels of a layer, which
+# a batch-1 GEMV over a shard cannot hide (gpt-fast runs with torch.compile and CUDA graphs, and still has
+# it). Fit [calibration: gptfast-llama31-8b-bf16-tp1]: gpt-fast README (pytorch-labs/gpt-fast @32971d3,
+# "Benchmarks"), Llama-3.1-8B bf16 on one A100-80GB, 93.89 tok/s = 10.65 ms a token = 15.0 GB streamed ÷
+# (2,039 GB/s · 0.8) + 32 layers · 45 µs. Checked, not fit: the same README's tensor-parallel rows
+# (TP 2/4/8: 149.10/217.21/276.01 tok/s), Llama-3.1-70B and Mixtral rows, TensorRT-LLM's online latencies.
+DECODE_LAYER_OVERHEAD_S = 45e-6
+# Weight-only int8/int4 decode dequantises inside the GEMV: it streams fewer bytes but at a lower fraction
+# of the memory bandwidth than a 16-bit GEMV (decode streams bytes ÷ this efficiency). Fit to gpt-fast
+# (same README, A100-80GB, batch 1): int8 0.8 from Llama-3.1-8B int8, 137.64 tok/s
+# [calibration: gptfast-llama31-8b-int8]; int4 0.575 from Llama-2-7B int4 g32, 196.80 tok/s against
+# 104.9 bf16 (1.88×; Llama-2-7B is not in the catalog: fit by hand with its dims, 6.61 B streamed params,
+# and checked on Llama-3.1-8B [calibration: awq-llama3-8b-int4-4090]). fp8 weights feed FP8 tensor cores
+# directly (no dequantisation): 1.0.
+WEIGHT_STREAM_EFFICIENCY = np.array([1.0, 1.0, 1.0, 1.0, 0.8, 0.575])
+STREAMED_BYTES_PER_PARAM = BYTES_PER_PARAM / WEIGHT_STREAM_EFFICIENCY
+# Power follows the binding resource: a GPU draws idle + (TDP − idle) · max(tensor-core share of the step,
+# MEMORY_POWER_SHARE · memory-streaming share of the step). Memory-bound decode leaves the SMs stalled and
+# draws a fraction of TDP: "on NVIDIA H200, decode draws only 137–300 W on a 700 W GPU" (Ma et al. 2026,
+# "The Illusion of Power Capping in LLM Decode", arXiv:2605.11999, abstract). Fit
+# [calibration: power-h200-decode]: 0.3 puts batch-1 to batch-64 decode of 7-8B models on an H200 inside
+# that range. Compute-bound training draws up to TDP.
+MEMORY_POWER_SHARE = 0.3
 # FLOPs per parameter per token: forward 2, backward 4 (weights + inputs), recomputation another 2
 # (Kaplan et al. 2020; Narayanan et al. 2021). A frozen base (LoRA) needs no weight gradients: 2 + 2.
 TRAIN_FLOPS_PER_PARAM = 6.0

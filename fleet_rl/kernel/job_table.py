@@ -31,6 +31,7 @@ from fleet_rl.kernel.constants import (
     MLP,
     NORM,
     QUALITY_ERROR,
+    STREAMED_BYTES_PER_PARAM,
     TRAIN_FLOPS_PER_PARAM,
     UNSTABLE_FORMAT,
     WEIGHT_ONLY,
@@ -96,7 +97,8 @@ class JobTable:
     b_unsupported: np.ndarray
     a_unstable: np.ndarray  # bool: a group in a format that diverges (UNSTABLE_FORMAT)
     b_unstable: np.ndarray
-    a_streamed_bytes: np.ndarray  # decode: attention bytes (the MLP is separate: MoE touches a fraction)
+    # decode: bytes streamed per step, ÷ the format's stream efficiency (STREAMED_BYTES_PER_PARAM)
+    a_streamed_bytes: np.ndarray  # attention (the MLP is separate: MoE touches a fraction of its experts)
     a_mlp_bytes: np.ndarray
     b_streamed_bytes: np.ndarray  # decode: norm bytes + lm_head GEMM bytes (a tied head is streamed too)
 
@@ -260,9 +262,9 @@ def _precision_map_tables(kind: int, stored: np.ndarray, gemm: np.ndarray, value
             lambda g, p: ~values["supported"][p] | (trains_integer & (p >= INT8))
         ).astype(bool)
         out[f"{half}_unstable"] = total(lambda g, p: UNSTABLE_FORMAT[kind, g, p]).astype(bool)
-    out["a_streamed_bytes"] = stored[ATTENTION] * BYTES_PER_PARAM[HALF_A_MAPS[:, 1]]
-    out["a_mlp_bytes"] = stored[MLP] * BYTES_PER_PARAM[HALF_A_MAPS[:, 2]]
-    out["b_streamed_bytes"] = (
-        stored[NORM] * BYTES_PER_PARAM[HALF_B_MAPS[:, 0]] + gemm[LM_HEAD] * BYTES_PER_PARAM[HALF_B_MAPS[:, 1]]
-    )
+    streamed = STREAMED_BYTES_PER_PARAM
+    out["a_streamed_bytes"] = stored[ATTENTION] * streamed[HALF_A_MAPS[:, 1]]
+    out["a_mlp_bytes"] = stored[MLP] * streamed[HALF_A_MAPS[:, 2]]
+    norm, head = HALF_B_MAPS[:, 0], HALF_B_MAPS[:, 1]
+    out["b_streamed_bytes"] = stored[NORM] * streamed[norm] + gemm[LM_HEAD] * streamed[head]
     return out

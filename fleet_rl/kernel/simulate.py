@@ -38,6 +38,7 @@ from fleet_rl.kernel.constants import (
     CHECKPOINT_BYTES_PER_LAYER,
     CUDA_CONTEXT_BYTES,
     DECODE_COMPUTE_EFFICIENCY,
+    DECODE_LAYER_OVERHEAD_S,
     ENERGY_PENALTY,
     FP8_WEIGHT_CACHE_BYTES_PER_PARAM,
     GRADIENT_COMM_BYTES,
@@ -45,6 +46,7 @@ from fleet_rl.kernel.constants import (
     KV_BYTES_PER_ELEMENT,
     KV_QUALITY_ERROR,
     LORA_FLOPS_PER_PARAM,
+    MEMORY_POWER_SHARE,
     MFU_HALF_TOKENS,
     MFU_MAX,
     OK,
@@ -155,7 +157,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
 
     memory = np.empty(num_rows)
     tokens_per_s = np.empty(num_rows)
-    busy_fraction = np.empty(num_rows)
+    activity = np.empty(num_rows)
     serve_rows = np.flatnonzero(is_serve)
     train_rows = np.flatnonzero(~is_serve)
     for subset, branch in ((train_rows, _training), (serve_rows, _decode)):
@@ -169,7 +171,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
                 half_a[subset],
                 half_b[subset],
             )
-            memory[subset], tokens_per_s[subset], busy_fraction[subset] = out
+            memory[subset], tokens_per_s[subset], activity[subset] = out
     memory += CUDA_CONTEXT_BYTES
     oom = memory > table.memory_capacity_bytes[j]
 
@@ -184,7 +186,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
     placed = (rows.gpus > 0) & ~rows.invalid
     faults = np.where(placed, unsupported.astype(np.int8) + oom + unstable, 0).astype(np.int8)
     idle_w, tdp_w = table.idle_w[j], table.tdp_w[j]
-    power_w = rows.gpus * np.minimum(idle_w + (tdp_w - idle_w) * busy_fraction, tdp_w)
+    power_w = rows.gpus * (idle_w + (tdp_w - idle_w) * activity)
     return RowResults(
         status=status,
         memory_per_gpu_bytes=np.where(rows.gpus > 0, memory, 0.0),
@@ -196,7 +198,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
 
 
 def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):
-    """train and lora rows: memory per GPU, tokens/s, busy fraction of an optimizer step."""
+    """train and lora rows: memory per GPU, tokens/s, power activity (``_activity``) of an optimizer step."""
     j = rows.job[subset]
     is_train = table.kind[j] == TRAIN
     tp = rows.tensor_parallel[subset].astype(np.float64)
@@ -233,7 +235,8 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
     per_token_s = flops_per_param * seconds_per_gemm_flop + attention_s_per_token + adapter_s_per_token
     compute_s = micro_tokens * per_token_s / (tp * mfu)
     weight_reads = 2.0 + checkpointing  # forward, backward, recomputed forward
-    busy_s = np.maximum(compute_s, weight_reads * weight_bytes / tp / table.effective_bandwidth_bytes_s[j])
+    memory_s = weight_reads * weight_bytes / tp / table.effective_bandwidth_bytes_s[j]
+    busy_s = np.maximum(compute_s, memory_s)
     all_reduces = ALL_REDUCES_PER_LAYER_TRAIN + checkpointing * ALL_REDUCES_PER_LAYER_RECOMPUTE
     tp_message = micro_tokens * hidden * ACTIVATION_COMM_BYTES
     tp_s = all_reduces * layers * _ring_all_reduce_s(tp_message, tp, link, latency)
@@ -241,13 +244,12 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
     micro_steps = np.ceil(batch / (dp * micro_batch))
     trained_params = table.trained_params[j]
     gradient_sync_s = _ring_all_reduce_s(trained_params * GRADIENT_COMM_BYTES / tp, dp, link, latency)
-    busy_step_s = micro_steps * busy_s
-    step_s = busy_step_s + micro_steps * tp_s + gradient_sync_s
-    return memory, batch * seq / step_s, busy_step_s / step_s
+    step_s = micro_steps * (busy_s + tp_s) + gradient_sync_s
+    return memory, batch * seq / step_s, _activity(micro_steps * compute_s, micro_steps * memory_s, step_s)
 
 
 def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):
-    """serve rows: memory per GPU, generated tokens/s, busy fraction of a decode step.
+    """serve rows: memory per GPU, generated tokens/s, power activity (``_activity``) of a decode step.
 
     The embedding is a lookup: stored, never streamed or multiplied."""
     j = rows.job[subset]
@@ -282,8 +284,15 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
         * layers
         * _ring_all_reduce_s(message, tp, table.link_bytes_s[j], table.link_latency_s[j])
     )
-    step_s = busy_s + tp_s
-    return memory, batch / step_s, busy_s / step_s
+    step_s = busy_s + layers * DECODE_LAYER_OVERHEAD_S + tp_s
+    return memory, batch / step_s, _activity(compute_s, memory_s, step_s)
+
+
+def _activity(compute_s, memory_s, step_s):
+    """The fraction of the dynamic power range a GPU draws: its tensor-core time, or its memory-streaming
+    time weighted by ``MEMORY_POWER_SHARE``, whichever binds, over the step (communication waits and fixed
+    per-layer gaps draw idle power)."""
+    return np.minimum(np.maximum(compute_s, MEMORY_POWER_SHARE * memory_s) / step_s, 1.0)
 
 
 def job_values(table: JobTable, rows: PlanRows, results: RowResults, reference_tokens_per_s: np.ndarray):

@@ -35,6 +35,7 @@ from fleet_rl.kernel.constants import (
     OK,
     QUALITY_ERROR,
     SERVE,
+    STREAMED_BYTES_PER_PARAM,
     TRAIN,
     UNSTABLE_FORMAT,
 )
@@ -87,12 +88,13 @@ def group_candidates(table: JobTable, job: int) -> list[list[int]]:
                 [
                     float(p == FP8) * stored if kind == TRAIN else BYTES_PER_PARAM[p] * stored,
                     BYTES_PER_PARAM[p] * held,
+                    STREAMED_BYTES_PER_PARAM[p] * held,
                     (1.0 / table.effective_flops[job, p]) * multiplied,
                     QUALITY_ERROR[kind, p] * weighted,
                 ]
                 for p in codes
             ]
-        ).reshape(len(codes), 4)
+        ).reshape(len(codes), 5)
         candidates.append([codes[i] for i in _undominated(costs)])
     return candidates
 

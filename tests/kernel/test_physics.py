@@ -72,26 +72,51 @@ def test_llama8b_batch1_decode_on_h100_matches_the_bandwidth_roofline_by_hand():
     # streamed per step: all weights but the embedding lookup, bf16:
     # (8,030,261,248 − 128,256 × 4,096) × 2 B = 15,009,849,344 B;
     # KV of 1,024 tokens × 131,072 B = 134,217,728 B.
-    # At 80 % of 3.35 TB/s: 15,144,067,072 / 2.68e12 = 5.6508 ms per token → 176.97 tokens/s.
-    assert result.tokens_per_s == pytest.approx(176.97, rel=1e-3)
+    # At 80 % of 3.35 TB/s: 15,144,067,072 / 2.68e12 = 5.6508 ms, plus 32 layers × 45 µs of fixed
+    # per-layer cost = 7.0908 ms per token → 141.03 tokens/s.
+    assert result.tokens_per_s == pytest.approx(141.03, rel=1e-3)
     roofline = GPUS["h100-sxm"].memory_bandwidth_gb_s * 1e9 / (MODELS["llama-3.1-8b"].num_params * 2)
     assert roofline == pytest.approx(209, rel=0.01)
     assert result.tokens_per_s <= roofline
 
 
-def test_h200_decodes_faster_by_about_its_bandwidth_ratio():
+def test_h200_decodes_faster_by_less_than_its_bandwidth_ratio():
     h100 = evaluate(one_job("h100-sxm", "llama-3.1-8b", "serve", seq_len=1024), job_plan()).jobs[0]
     h200 = evaluate(one_job("h200", "llama-3.1-8b", "serve", seq_len=1024), job_plan()).jobs[0]
-    ratio = GPUS["h200"].memory_bandwidth_gb_s / GPUS["h100-sxm"].memory_bandwidth_gb_s
-    assert h200.tokens_per_s / h100.tokens_per_s == pytest.approx(ratio, rel=0.02)
+    # the streaming time scales with bandwidth, the 32 × 45 µs of fixed per-layer cost does not:
+    # (5.6508 + 1.44) ms ÷ (15,144,067,072 B / 3.84e12 B/s + 1.44 ms) = 7.0908 ÷ 5.3838
+    assert h200.tokens_per_s / h100.tokens_per_s == pytest.approx(7.0908 / 5.3838, rel=1e-3)
+    assert h200.tokens_per_s / h100.tokens_per_s < 4.8 / 3.35
 
 
-def test_int4_weight_only_decode_is_2_to_4x_faster_at_batch_1():
+def test_int4_weight_only_decode_is_faster_at_batch_1_but_less_than_its_bytes_say():
     scenario = one_job("h100-sxm", "llama-3.1-8b", "serve", seq_len=1024, batch_size=1)
     bf16 = evaluate(scenario, job_plan()).jobs[0]
     int4 = evaluate(scenario, job_plan(precision=INT4_GEMMS)).jobs[0]
-    assert 2.0 <= int4.tokens_per_s / bf16.tokens_per_s <= 4.0
+    # published batch-1 speed-ups are 1.9-2.7× (gpt-fast, AWQ TinyChat: the calibration table), not the
+    # 3.9× of the bytes alone: dequantisation and the fixed per-layer cost
+    assert 1.5 <= int4.tokens_per_s / bf16.tokens_per_s <= 3.0
     assert int4.quality_loss > bf16.quality_loss == 0.0
+
+
+def test_tensor_parallel_decode_at_batch_1_scales_far_below_linear():
+    """gpt-fast measured 2.94× from 1 to 8 A100s for Llama-3.1-8B at batch 1 (calibration table): the
+    fixed per-layer cost and the all-reduce latency do not shrink with the shard."""
+    tokens = {
+        tp: evaluate(one_job("a100-80gb", "llama-3.1-8b", "serve", count=tp), job_plan(gpus=tp, tp=tp))
+        .jobs[0]
+        .tokens_per_s
+        for tp in (1, 8)
+    }
+    assert 2.5 <= tokens[8] / tokens[1] <= 3.5
+
+
+def test_memory_bound_decode_draws_a_fraction_of_tdp_and_training_nearly_all():
+    decode = evaluate(one_job("h200", "llama-3.1-8b", "serve", seq_len=2048, batch_size=8), job_plan())
+    assert 137 <= decode.jobs[0].power_w <= 300  # measured H200 decode: 137-300 W of 700 W
+    training = one_job("h100-sxm", "llama-3.1-8b", "lora", seq_len=4096, batch_size=16)
+    lora = evaluate(training, job_plan(micro_batch_size=4, activation_checkpointing=True)).jobs[0]
+    assert lora.status == "ok" and lora.power_w >= 0.9 * GPUS["h100-sxm"].tdp_w
 
 
 def test_kv_cache_memory_follows_the_formula_and_fp8_halves_it():
