@@ -17,12 +17,12 @@ scored again as real plans through ``evaluate_batch``, which is the number repor
 search's sum only where a plan's objective is negative and the score clips it to 0).
 
 Grid: tensor-parallel target 1/2/4/8; precision maps with embedding, attention, mlp and lm_head in any of
-the six formats and norms in fp32/bf16/fp16 (3,888 maps); micro-batch 1-64 with and without checkpointing;
-any KV format. Split rules: ``even`` (remainder to the highest priorities, like ``even_bf16``),
-``priority`` (proportional to priority, largest remainders, every job at least one GPU while they last)
-and ``top`` (every GPU to the highest-priority job). The report also gives ``even_bf16`` and ``heuristic``
-on the same scenarios, and how many distinct optimal plans the first 60 scenarios have (a task whose
-optimum rarely changes can be learned as a constant).
+the six formats and norms in fp32/bf16/fp16 (3,888 maps); micro-batch 1-64 with and without checkpointing
+and any sharding (training kinds); any KV format (serve). Split rules: ``even`` (remainder to the highest
+priorities, like ``even_bf16``), ``priority`` (proportional to priority, largest remainders, every job at
+least one GPU while they last) and ``top`` (every GPU to the highest-priority job). The report also gives
+``even_bf16`` and ``heuristic`` on the same scenarios, and how many distinct optimal plans the first 60
+scenarios have (a task whose optimum rarely changes can be learned as a constant).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from fleet_rl.kernel import evaluate_batch  # noqa: E402
 from fleet_rl.kernel.constants import KINDS, SERVE  # noqa: E402
 from fleet_rl.kernel.job_table import JobTable  # noqa: E402
 from fleet_rl.kernel.simulate import PlanRows, job_values, simulate  # noqa: E402
-from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES  # noqa: E402
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES  # noqa: E402
 from fleet_rl.scenario import Scenario  # noqa: E402
 from fleet_rl.solved_scenarios import solved_scenario  # noqa: E402
 
@@ -67,6 +67,7 @@ class Setting:
     micro_batch_size: int
     activation_checkpointing: bool
     kv_cache: str
+    sharding: str
 
     def fields(self, serve: bool) -> dict:
         """The plan fields this kind reads, besides ids, GPUs and tensor parallelism."""
@@ -74,7 +75,8 @@ class Setting:
         if serve:
             return fields | {"kv_cache": self.kv_cache}
         checkpointing = self.activation_checkpointing
-        return fields | {"micro_batch_size": self.micro_batch_size, "activation_checkpointing": checkpointing}
+        fields |= {"micro_batch_size": self.micro_batch_size, "activation_checkpointing": checkpointing}
+        return fields | ({"sharding": self.sharding} if self.sharding != "none" else {})
 
     def job_plan(self, job_id: str, gpus: int, heads: int, serve: bool) -> dict:
         tp = tensor_parallel(self.tensor_parallel, gpus, heads)
@@ -91,9 +93,14 @@ def settings_grid(kind: int) -> list[Setting]:
     free = (*[PRECISIONS] * 3, NORM_FORMATS, PRECISIONS)  # embedding, attention, mlp, norm, lm_head
     maps = list(itertools.product(*free))
     if kind == SERVE:
-        rest = [(1, False, kv) for kv in PRECISIONS]
+        rest = [(1, False, kv, "none") for kv in PRECISIONS]
     else:
-        rest = [(mb, ckpt, "bf16") for mb in MICRO_BATCH_SIZES for ckpt in (False, True)]
+        rest = [
+            (mb, ckpt, "bf16", sharding)
+            for mb in MICRO_BATCH_SIZES
+            for ckpt in (False, True)
+            for sharding in SHARDINGS
+        ]
     return [Setting(tp, m, *r) for tp in TENSOR_PARALLEL_SIZES for m in maps for r in rest]
 
 
@@ -203,6 +210,7 @@ def _setting_sums(table, reference, jobs, gpus, weight, grid: list[Setting]) -> 
             micro_batch_size=np.repeat(np.array([s.micro_batch_size for s in chunk]), n),
             activation_checkpointing=np.repeat(np.array([s.activation_checkpointing for s in chunk]), n),
             kv_cache=np.repeat(np.array([code[s.kv_cache] for s in chunk]), n),
+            sharding=np.repeat(np.array([SHARDINGS.index(s.sharding) for s in chunk]), n),
             invalid=np.zeros(k * n, dtype=bool),
         )
         values = job_values(table, rows, simulate(table, rows), reference)

@@ -3,9 +3,10 @@
 - ``even_bf16``: the plan a careful engineer writes without a simulator: GPUs split evenly (remainder to
   the highest priorities), the largest tensor parallelism that divides the share and the model's heads,
   16-bit everywhere (bf16, or fp16 where the GPU lacks bf16), norms in fp32, micro-batch 1 with activation
-  checkpointing for training. Safe, rarely optimal: it ignores memory headroom, FP8 and int4/int8 weights.
-- ``random``: a schema-valid plan with every field drawn uniformly (GPU split included), from
-  ``Random(seed)``; the floor any learning must clear.
+  checkpointing and no sharding for training. Safe, rarely optimal: it ignores memory headroom, FP8 and
+  int4/int8 weights.
+- ``random``: a schema-valid plan with every field drawn uniformly (GPU split included; ``sharding`` for
+  training kinds only), from ``Random(seed)``; the floor any learning must clear.
 - ``random_split``: every GPU handed out in a uniformly random split (each job at least one GPU while
   GPUs last), a random tensor parallelism that divides its share and the model's heads, every precision
   drawn uniformly, and only the fields the job's kind reads. Each job is placed, so the kernel says what
@@ -24,7 +25,7 @@ import random
 from collections.abc import Callable
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
-from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Scenario
 
 __all__ = ["BASELINES", "even_bf16", "heuristic", "optimal", "random_plan", "random_split"]
@@ -84,6 +85,8 @@ def random_plan(scenario: Scenario, seed: int = 0) -> dict:
                 "kv_cache": rng.choice(PRECISIONS),
             }
         )
+        if job.kind != "serve":  # sharding is a training setting; a serving job would not run with one
+            plan[-1]["sharding"] = rng.choice(SHARDINGS)
     return {"jobs": plan}
 
 
@@ -116,6 +119,7 @@ def random_split(scenario: Scenario, seed: int = 0) -> dict:
             part |= {
                 "micro_batch_size": rng.choice(MICRO_BATCH_SIZES),
                 "activation_checkpointing": rng.random() < 0.5,
+                "sharding": rng.choice(SHARDINGS),
             }
         plan.append(part)
     return {"jobs": plan}

@@ -14,6 +14,10 @@ Bounds (documented, and the solver's search space):
 - ``micro_batch_size`` in {1, 2, 4, ..., 64} (powers of two; per GPU, per forward pass; training kinds only).
 - ``kv_cache`` (serving only) defaults to the GPU's 16-bit compute format (bf16, or fp16 where bf16 is
   unsupported); training kinds ignore it, serving ignores ``micro_batch_size``/``activation_checkpointing``.
+- ``sharding`` (training kinds only) shards model states across the job's data-parallel replicas:
+  ``"none"`` (plain data parallelism, the default), ``"optimizer"`` (optimizer states and gradients: ZeRO-2,
+  FSDP ``SHARD_GRAD_OP``) or ``"full"`` (weights too: ZeRO-3, FSDP ``FULL_SHARD``). A serving job that
+  names a sharding other than ``"none"`` does not run (the kernel says why).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import msgspec
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 
 Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+Sharding = Literal["none", "optimizer", "full"]
+SHARDINGS: tuple[str, ...] = ("none", "optimizer", "full")
 TENSOR_PARALLEL_SIZES: tuple[int, ...] = (1, 2, 4, 8)
 MICRO_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 MAX_JOBS_PER_PLAN = 16
@@ -51,6 +57,7 @@ class JobPlan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defa
     micro_batch_size: Literal[1, 2, 4, 8, 16, 32, 64] = 1
     activation_checkpointing: bool = False
     kv_cache: Precision | None = None
+    sharding: Sharding = "none"
 
 
 class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -61,6 +68,7 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
 
 assert tuple(PrecisionMap.__struct_fields__) == MODULE_GROUPS
 assert Precision.__args__ == PRECISIONS  # type: ignore[attr-defined]
+assert Sharding.__args__ == SHARDINGS  # type: ignore[attr-defined]
 
 PLAN_JSON_SCHEMA: dict = msgspec.json.schema(Plan)
 """JSON Schema (draft 2020-12) of a plan, for prompts and constrained decoders."""

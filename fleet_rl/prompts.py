@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
-from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Scenario
 
 __all__ = [
@@ -77,10 +77,10 @@ Answer with one JSON object and nothing after it:
 {{"jobs": [{{"id": <job id>, "gpus": <int >= 0>, "tensor_parallel": <{_TP_CHOICES}>,
   "precision": {{{_GROUP_FIELDS}}},
   "micro_batch_size": <{"|".join(map(str, MICRO_BATCH_SIZES))}>, "activation_checkpointing": <true|false>,
-  "kv_cache": <fmt>}}, ...]}}
-<fmt> is one of {", ".join(PRECISIONS)}. One entry per job, ids exactly as given. micro_batch_size
-and activation_checkpointing apply to train/lora jobs, kv_cache to serve jobs (default: 16-bit); omit the
-others."""
+  "sharding": <{"|".join(SHARDINGS)}>, "kv_cache": <fmt>}}, ...]}}
+<fmt> is one of {", ".join(PRECISIONS)}. One entry per job, ids exactly as given. micro_batch_size,
+activation_checkpointing and sharding (default none) apply to train/lora jobs, kv_cache to serve jobs
+(default: 16-bit); omit the others."""
 
 _RULES_TEXT = """\
 Rules the simulator applies:
@@ -94,14 +94,17 @@ Rules the simulator applies:
 - Quality: lower precision costs quality, most in lm_head, least in embedding; int4 costs far more than
   fp8/int8. A serve job with max_quality_loss is unstable (worthless) above it.
 - Memory per GPU must fit: weights (bytes/param fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52) divided by
-  tensor_parallel. train jobs hold 16 bytes/param of Adam state / tensor_parallel (not sharded across
-  replicas); lora jobs add rank-16 adapters. Activations per layer: (10 + 24/tensor_parallel) x seq_len x
-  micro_batch x hidden bytes; with activation_checkpointing about 2 x seq_len x micro_batch x hidden per
-  layer plus one layer's working set, for ~1/3 more compute. A serve job holds the KV cache of its
+  tensor_parallel. train jobs hold 16 bytes/param of Adam state / tensor_parallel; lora jobs add rank-16
+  adapters. sharding splits training state over the replicas: optimizer (ZeRO-2) shards 14 of the 16
+  bytes, full (ZeRO-3/FSDP) all 16 and the frozen base too, at the cost of more communication.
+  Activations per layer: (10 + 24/tensor_parallel) x seq_len x micro_batch x hidden bytes; with
+  activation_checkpointing about 2 x seq_len x micro_batch x hidden per layer plus one layer's working
+  set, for ~1/3 more compute. A serve job holds the KV cache of its
   replica's share of batch_size sequences (KV bytes/token x seq_len, at the kv_cache format, divided by
   tensor_parallel up to the KV heads). Plus 0.5 GB per GPU. A job over capacity crashes (oom), earns nothing.
 - Speed: training is compute-bound (6 FLOPs/param/token at the GEMM format's peak), decoding is
-  memory-bound (weights + KV cache read per step); tensor parallelism adds all-reduce time.
+  memory-bound (weights + KV cache read per step, int8/int4 weights dequantised on the way, plus a fixed
+  cost per layer); tensor parallelism adds all-reduce time, so small-batch decode gains little from it.
 - Objective: sum over running jobs of priority × sqrt(tokens/s ÷ the job's best tokens/s alone on the
   cluster) × (1 − 4 × quality loss), minus a small power cost. So every job that can run should get GPUs,
   and the split should follow priority and need."""

@@ -10,9 +10,9 @@ The rule compares jobs, not plans, on what the kernel reads for the job's kind (
 ``encode.py`` builds the rows, ``simulate.py`` reads them):
 
 - every kind: ``gpus``, ``tensor_parallel`` and the precision map;
-- train and lora (``_training``): ``activation_checkpointing`` and the micro-batch the kernel runs,
+- train and lora (``_training``): ``activation_checkpointing``, the micro-batch the kernel runs,
   ``min(micro_batch_size, ceil(batch_size / data_parallel))`` with data parallelism
-  ``max(gpus // tensor_parallel, 1)``; ``kv_cache`` is ignored;
+  ``max(gpus // tensor_parallel, 1)``, and ``sharding`` ("none" with one replica); ``kv_cache`` is ignored;
 - serve (``_decode``): ``kv_cache``, ``None`` meaning the GPU's 16-bit format (bf16, or fp16 where bf16 is
   unsupported); ``micro_batch_size`` and ``activation_checkpointing`` are ignored.
 
@@ -29,8 +29,9 @@ scenario's is left to the invented-id rule.
 To keep honest plans clear of the rule, only an example job's *distinctive* settings count: the ones that
 differ, for the job they are compared on, from the plain 16-bit part a careful engineer writes without a
 simulator (every module group at the GPU's 16-bit format, norms in it or in fp32, micro-batch 1 with or
-without checkpointing for training, the 16-bit KV cache for serving). The example's lora part read as a
-serve job (2 GPUs, TP 2, all bf16) is such a plain part, so it is not held against serve jobs.
+without checkpointing and no sharding for training, the 16-bit KV cache for serving). The example's lora
+part read as a serve job (2 GPUs, TP 2, all bf16) is such a plain part, so it is not held against serve
+jobs.
 
 Cost: the reward path asks this of every parsed plan; the first tests per job are whether its GPU count,
 then its (GPU count, tensor parallelism, precision map), are an example job's (two lookups), where most
@@ -71,7 +72,8 @@ def job_settings(part: JobPlan, job: Job, sixteen_bit: str) -> tuple | None:
         return (gpus, tp, part.precision, sixteen_bit if kv is None else kv)
     data_parallel = max(gpus // tp, 1)
     micro_batch = min(part.micro_batch_size, math.ceil(job.batch_size / data_parallel))
-    return (gpus, tp, part.precision, micro_batch, part.activation_checkpointing)
+    sharding = part.sharding if data_parallel > 1 else "none"  # one replica has nothing to shard
+    return (gpus, tp, part.precision, micro_batch, part.activation_checkpointing, sharding)
 
 
 def _plain_settings(settings: tuple, job: Job, sixteen_bit: str) -> bool:
@@ -83,7 +85,7 @@ def _plain_settings(settings: tuple, job: Job, sixteen_bit: str) -> bool:
             return False
     if job.kind == "serve":
         return settings[3] == sixteen_bit
-    return settings[3] == 1
+    return settings[3] == 1 and settings[5] == "none"
 
 
 def _example_index() -> tuple[frozenset[int], dict[tuple[int, int, PrecisionMap], tuple[JobPlan, ...]]]:

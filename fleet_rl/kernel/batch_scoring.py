@@ -28,8 +28,10 @@ from fleet_rl.kernel.constants import (
     FP8,
     INT8,
     INVALID,
+    NO_SHARDING,
     OK,
     OOM,
+    SERVE,
     STATUSES,
     TRAIN,
     UNALLOCATED,
@@ -42,6 +44,7 @@ from fleet_rl.kernel.reasons import Reason, ReasonCode
 from fleet_rl.kernel.results import Evaluation, JobResult
 from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
 from fleet_rl.kernel.solver import SolvedScenario, solve_scenario
+from fleet_rl.plan_schema import SHARDINGS
 from fleet_rl.scenario import Scenario
 
 
@@ -151,6 +154,10 @@ def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: s
             return Reason(ReasonCode.UNSUPPORTED, text)
         if missing:
             text = f"the {gpu} has no native {', '.join(missing)} (job '{job_id}')"
+            return Reason(ReasonCode.UNSUPPORTED, text)
+        if kind == SERVE and rows.sharding[row] != NO_SHARDING:
+            sharding = SHARDINGS[int(rows.sharding[row])]
+            text = f"job '{job_id}' serves: sharding '{sharding}' is a training setting (optimizer states)"
             return Reason(ReasonCode.UNSUPPORTED, text)
         if int(table.num_heads[j]) % int(rows.tensor_parallel[row]):
             heads, tp = int(table.num_heads[j]), int(rows.tensor_parallel[row])

@@ -32,6 +32,23 @@ KV_BYTES_PER_ELEMENT = np.array([4.0, 2.0, 2.0, 1.0, 1.0, 0.625])
 # Mixed-precision AdamW model states: 2 (bf16 weights) + 2 (grads) + 12 (fp32 master, momentum, variance)
 # = 16 bytes/param (ZeRO, Rajbhandari et al. 2020 §3.1). Pure fp32 training is 4+4+8 = 16 as well.
 ADAM_BYTES_PER_PARAM = 16.0
+# Data-parallel sharding (the plan's ``sharding``: none, optimizer, full; ZeRO, Rajbhandari et al. 2020).
+# "optimizer" (ZeRO-2, FSDP SHARD_GRAD_OP) shards the 12 B of fp32 optimizer states and the 2 B of gradients
+# over the replicas and keeps the 2 B of bf16 weights whole; "full" (ZeRO-3, FSDP FULL_SHARD) shards all 16
+# and gathers the bf16 weights of one layer at a time, two in flight (the next layer is prefetched). ZeRO
+# §5.1 and Fig. 1 (Ψ = 7.5 B parameters, K = 12, N_d = 64): (2 + 2 + K)Ψ = 120 GB of model states per GPU
+# unsharded, (2 + (2 + K)/N_d)Ψ = 16.6 GB with P_os+g, (2 + 2 + K)Ψ/N_d = 1.9 GB with P_os+g+p
+# (tests/kernel/test_sharding.py checks the kernel's memory against these).
+NO_SHARDING, SHARD_OPTIMIZER, SHARD_FULL = 0, 1, 2
+SHARDED_BYTES_PER_PARAM = 14.0  # gradients (2) + fp32 master, momentum, variance (12)
+GATHERED_LAYERS = 2
+# Sharded data parallelism's communication per optimizer step, in bytes of the trained (or frozen) weights
+# moved by ring collectives at (d−1)/d of the message per link (ZeRO §7): plain data parallelism
+# all-reduces the gradients once (2×: a reduce-scatter and an all-gather); "optimizer" reduce-scatters the
+# gradients every micro-step (accumulation into sharded buffers) and all-gathers the updated weights once;
+# "full" all-gathers the weights in the forward and again in the backward and reduce-scatters the gradients
+# every micro-step (3× a micro-step: ZeRO-3's 1.5× of data parallelism, §7.2.2). Sharded collectives run
+# per layer (FSDP wraps each transformer block), each paying the link latency.
 # Transformer Engine keeps an fp8 copy of each fp8-GEMM weight (plus its transpose for the backward pass,
 # which we fold into one byte): +1 byte/param for groups trained in fp8.
 FP8_WEIGHT_CACHE_BYTES_PER_PARAM = 1.0

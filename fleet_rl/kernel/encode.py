@@ -21,7 +21,7 @@ import numpy as np
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel.reasons import Reason, ReasonCode
 from fleet_rl.kernel.simulate import PlanRows
-from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
+from fleet_rl.plan_schema import SHARDINGS, Plan, plan_from_json, plan_from_object
 
 PRECISION_CODE = {name: code for code, name in enumerate(PRECISIONS)}
 _UNALLOCATED_PRECISION = (1, 1, 1, 1, 1)  # a job without GPUs: bf16 placeholders (never simulated as ok)
@@ -35,9 +35,10 @@ _PARSE_ERRORS = (
 )
 
 
-_ROW_WIDTH = 11  # gpus, tensor_parallel, 5 precision codes, micro_batch_size, checkpointing, kv, invalid
+_ROW_WIDTH = 12  # gpus, tp, 5 precision codes, micro_batch_size, checkpointing, kv, sharding, invalid
 _PRECISION = slice(2, 2 + len(MODULE_GROUPS))
-_GPUS, _TP, _MICRO_BATCH, _CHECKPOINTING, _KV, _INVALID = 0, 1, 7, 8, 9, 10
+_GPUS, _TP, _MICRO_BATCH, _CHECKPOINTING, _KV, _SHARDING, _INVALID = 0, 1, 7, 8, 9, 10, 11
+SHARDING_CODE = {name: code for code, name in enumerate(SHARDINGS)}
 
 
 class _UnallocatedRows(dict):
@@ -48,7 +49,7 @@ class _UnallocatedRows(dict):
         self.invalid = invalid
 
     def __missing__(self, kv: int) -> tuple:
-        row = self[kv] = (0, 1, *_UNALLOCATED_PRECISION, 1, 0, kv, int(self.invalid))
+        row = self[kv] = (0, 1, *_UNALLOCATED_PRECISION, 1, 0, kv, 0, int(self.invalid))
         return row
 
 
@@ -90,6 +91,7 @@ class RowBuffer:
             micro_batch_size=columns[_MICRO_BATCH],
             activation_checkpointing=columns[_CHECKPOINTING].astype(bool),
             kv_cache=columns[_KV],
+            sharding=columns[_SHARDING],
             invalid=columns[_INVALID].astype(bool),
         )
 
@@ -142,6 +144,7 @@ def encode_plans(
     add_shift, add_count = buffer.shifts.append, buffer.counts.append
     row = len(buffer.data) // _ROW_WIDTH
     code = PRECISION_CODE
+    sharding_code = SHARDING_CODE
     out: list[list[Reason]] = []
     for plan, scenario, job_offset in zip(plans, scenarios, job_offsets, strict=True):
         job_index, default_kv = scenario.job_index, scenario.default_kv
@@ -197,6 +200,7 @@ def encode_plans(
                     entry.micro_batch_size,
                     entry.activation_checkpointing,
                     default_kv[index] if kv is None else code[kv],
+                    sharding_code[entry.sharding],
                     mismatch,
                 )
             )

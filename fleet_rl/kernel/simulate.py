@@ -35,12 +35,15 @@ from fleet_rl.kernel.constants import (
     ALL_REDUCES_PER_LAYER_DECODE,
     ALL_REDUCES_PER_LAYER_RECOMPUTE,
     ALL_REDUCES_PER_LAYER_TRAIN,
+    BF16,
+    BYTES_PER_PARAM,
     CHECKPOINT_BYTES_PER_LAYER,
     CUDA_CONTEXT_BYTES,
     DECODE_COMPUTE_EFFICIENCY,
     DECODE_LAYER_OVERHEAD_S,
     ENERGY_PENALTY,
     FP8_WEIGHT_CACHE_BYTES_PER_PARAM,
+    GATHERED_LAYERS,
     GRADIENT_COMM_BYTES,
     INVALID,
     KV_BYTES_PER_ELEMENT,
@@ -49,11 +52,14 @@ from fleet_rl.kernel.constants import (
     MEMORY_POWER_SHARE,
     MFU_HALF_TOKENS,
     MFU_MAX,
+    NO_SHARDING,
     OK,
     OOM,
     QUALITY_PENALTY,
     RECOMPUTE_FLOPS_PER_PARAM,
     SERVE,
+    SHARD_OPTIMIZER,
+    SHARDED_BYTES_PER_PARAM,
     TRAIN,
     TRAIN_FLOPS_PER_PARAM,
     UNALLOCATED,
@@ -75,6 +81,7 @@ class PlanRows:
     micro_batch_size: np.ndarray  # int
     activation_checkpointing: np.ndarray  # bool
     kv_cache: np.ndarray  # int precision code
+    sharding: np.ndarray  # int, index into plan_schema.SHARDINGS (none, optimizer, full)
     invalid: np.ndarray  # bool: structurally inconsistent with the scenario (set by the encoder)
 
     @property
@@ -148,6 +155,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
     unsupported = table.a_unsupported.ravel()[half_a] | table.b_unsupported.ravel()[half_b]
     unsupported |= is_serve & ~table.supported.ravel()[j * _NUM_FORMATS + rows.kv_cache]
     unsupported |= (table.num_heads[j] % rows.tensor_parallel) != 0  # TP splits attention heads
+    unsupported |= is_serve & (rows.sharding != NO_SHARDING)  # serving has no optimizer states to shard
     quality_loss = table.a_quality_loss.ravel()[half_a] + table.b_quality_loss.ravel()[half_b]
     quality_loss = quality_loss + np.where(is_serve, KV_QUALITY_ERROR[rows.kv_cache], 0.0)
     unstable = table.a_unstable.ravel()[half_a] | table.b_unstable.ravel()[half_b]
@@ -209,12 +217,23 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
     link, latency = table.link_bytes_s[j], table.link_latency_s[j]
     stored_params = table.params_total[j]
     lora_params = table.lora_params[j]
-    # memory
+    sharding = np.where(dp > 1, rows.sharding[subset], NO_SHARDING)  # one replica has nothing to shard
+    # memory: model states, whole (kept) or sharded over the dp replicas (see SHARDED_BYTES_PER_PARAM)
     fp8_params = table.a_fp8_params.ravel()[half_a] + table.b_fp8_params.ravel()[half_b]
-    states_bytes = np.where(
+    trained_params = table.trained_params[j]
+    held_bytes = np.where(  # what a replica holds besides the trained weights' shardable states
         is_train,
-        ADAM_BYTES_PER_PARAM * stored_params + FP8_WEIGHT_CACHE_BYTES_PER_PARAM * fp8_params,
-        weight_bytes + ADAM_BYTES_PER_PARAM * lora_params,
+        (ADAM_BYTES_PER_PARAM - SHARDED_BYTES_PER_PARAM) * stored_params
+        + FP8_WEIGHT_CACHE_BYTES_PER_PARAM * fp8_params,
+        weight_bytes + (ADAM_BYTES_PER_PARAM - SHARDED_BYTES_PER_PARAM) * lora_params,
+    )
+    shardable_bytes = SHARDED_BYTES_PER_PARAM * trained_params
+    # the weights "full" sharding all-gathers: bf16 copies of trained weights, a frozen base as stored
+    gathered_bytes = np.where(is_train, BYTES_PER_PARAM[BF16] * stored_params, weight_bytes)
+    states_bytes = np.select(
+        [sharding == NO_SHARDING, sharding == SHARD_OPTIMIZER],
+        [held_bytes + shardable_bytes, held_bytes + shardable_bytes / dp],
+        (held_bytes + shardable_bytes) / dp + GATHERED_LAYERS * gathered_bytes / layers,
     )
     micro_batch = np.minimum(rows.micro_batch_size[subset], np.ceil(batch / dp))
     micro_tokens = micro_batch * seq
@@ -240,12 +259,26 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
     all_reduces = ALL_REDUCES_PER_LAYER_TRAIN + checkpointing * ALL_REDUCES_PER_LAYER_RECOMPUTE
     tp_message = micro_tokens * hidden * ACTIVATION_COMM_BYTES
     tp_s = all_reduces * layers * _ring_all_reduce_s(tp_message, tp, link, latency)
-    # optimizer step: micro-steps of every DP replica, then one gradient all-reduce over DP
+    # optimizer step: micro-steps of every DP replica and the data-parallel collectives
     micro_steps = np.ceil(batch / (dp * micro_batch))
-    trained_params = table.trained_params[j]
-    gradient_sync_s = _ring_all_reduce_s(trained_params * GRADIENT_COMM_BYTES / tp, dp, link, latency)
+    gradient_bytes = trained_params * GRADIENT_COMM_BYTES / tp
+    gradient_sync_s = _data_parallel_s(
+        sharding, micro_steps, gradient_bytes, gathered_bytes / tp, dp, layers, link, latency
+    )
     step_s = micro_steps * (busy_s + tp_s) + gradient_sync_s
     return memory, batch * seq / step_s, _activity(micro_steps * compute_s, micro_steps * memory_s, step_s)
+
+
+def _data_parallel_s(sharding, micro_steps, gradient_bytes, gathered_bytes, dp, layers, link, latency):
+    """Seconds of data-parallel communication per optimizer step (see the constants' comment): ring
+    collectives move (d−1)/d of their message per link; sharded ones run per layer."""
+    ring_s = (dp - 1.0) / dp / link  # per byte of message
+    per_layer = layers * latency
+    plain = 2.0 * gradient_bytes * ring_s + latency
+    optimizer = (micro_steps + 1.0) * (gradient_bytes * ring_s + per_layer)
+    full = micro_steps * ((2.0 * gathered_bytes + gradient_bytes) * ring_s + 3.0 * per_layer)
+    seconds = np.select([sharding == NO_SHARDING, sharding == SHARD_OPTIMIZER], [plain, optimizer], full)
+    return np.where(dp > 1, seconds, 0.0)
 
 
 def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):

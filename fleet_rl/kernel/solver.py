@@ -32,6 +32,7 @@ from fleet_rl.kernel.constants import (
     INT8,
     KV_BYTES_PER_ELEMENT,
     KV_QUALITY_ERROR,
+    NO_SHARDING,
     OK,
     QUALITY_ERROR,
     SERVE,
@@ -42,7 +43,13 @@ from fleet_rl.kernel.constants import (
 from fleet_rl.kernel.encode import RowBuffer, encode_plan
 from fleet_rl.kernel.job_table import JobTable, PackedJobTable, build_job_table
 from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
-from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES, JobPlan, plan_from_object
+from fleet_rl.plan_schema import (
+    MICRO_BATCH_SIZES,
+    SHARDINGS,
+    TENSOR_PARALLEL_SIZES,
+    JobPlan,
+    plan_from_object,
+)
 from fleet_rl.scenario import Scenario
 
 
@@ -121,12 +128,17 @@ def enumerate_job_options(table: JobTable, job: int) -> tuple[JobOptions, RowRes
     serve = table.kind[job] == SERVE
     micro_batches = (1,) if serve else MICRO_BATCH_SIZES
     checkpointing = (False,) if serve else (False, True)
+    shardings = (NO_SHARDING,) if serve else tuple(range(len(SHARDINGS)))
     precision_maps = np.array(list(itertools.product(*group_candidates(table, job))), dtype=np.int64)
     kvs = kv_candidates(table, job)
-    # index grids over (placement, precision map, micro-batch, checkpointing, kv)
+    # index grids over (placement, precision map, micro-batch, checkpointing, kv, sharding)
     shape = (len(placements), len(precision_maps), len(micro_batches), len(checkpointing), len(kvs))
-    grid = np.indices(shape).reshape(len(shape), -1)
+    grid = np.indices((*shape, len(shardings))).reshape(len(shape) + 1, -1)
     placement = np.array(placements, dtype=np.int64)[grid[0]]
+    sharding = np.array(shardings, dtype=np.int64)[grid[5]]
+    # one replica has nothing to shard: every sharding is the same plan, so keep "none" only
+    keep = (placement[:, 0] > placement[:, 1]) | (sharding == NO_SHARDING)
+    grid, placement, sharding = grid[:, keep], placement[keep], sharding[keep]
     rows = PlanRows(
         job=np.full(grid.shape[1], job, dtype=np.int64),
         gpus=placement[:, 0],
@@ -135,6 +147,7 @@ def enumerate_job_options(table: JobTable, job: int) -> tuple[JobOptions, RowRes
         micro_batch_size=np.array(micro_batches, dtype=np.int64)[grid[2]],
         activation_checkpointing=np.array(checkpointing, dtype=bool)[grid[3]],
         kv_cache=np.array(kvs, dtype=np.int64)[grid[4]],
+        sharding=sharding,
         invalid=np.zeros(grid.shape[1], dtype=bool),
     )
     results = simulate(table, rows)
@@ -190,6 +203,8 @@ def _row_to_job_plan(job_id: str, rows: PlanRows, i: int, serve: bool) -> dict:
     else:
         plan["micro_batch_size"] = int(rows.micro_batch_size[i])
         plan["activation_checkpointing"] = bool(rows.activation_checkpointing[i])
+        if rows.sharding[i] != NO_SHARDING:
+            plan["sharding"] = SHARDINGS[int(rows.sharding[i])]
     return plan
 
 

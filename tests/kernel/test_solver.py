@@ -28,7 +28,7 @@ def brute_force_best_value(scenario: Scenario) -> float:
     reference = np.zeros(table.num_jobs)
     per_job = []
     for j in range(table.num_jobs):
-        shape = (len(placements), len(precision_maps), len(MICRO_BATCH_SIZES), 2, len(PRECISIONS))
+        shape = (len(placements), len(precision_maps), len(MICRO_BATCH_SIZES), 2, len(PRECISIONS), 3)
         grid = np.indices(shape).reshape(len(shape), -1)
         placement = np.array(placements)[grid[0]]
         rows = PlanRows(
@@ -39,6 +39,7 @@ def brute_force_best_value(scenario: Scenario) -> float:
             micro_batch_size=np.array(MICRO_BATCH_SIZES)[grid[2]],
             activation_checkpointing=grid[3].astype(bool),
             kv_cache=grid[4],
+            sharding=grid[5],  # none, optimizer, full
             invalid=np.zeros(grid.shape[1], dtype=bool),
         )
         results = simulate(table, rows)
