@@ -19,6 +19,7 @@ from fleet_rl.calibration import FIGURES, KernelFigure, kernel_figure  # noqa: E
 
 UNITS = {
     "tokens_per_s": "tok/s",
+    "tokens_per_s_per_gpu": "tok/s/GPU",
     "ms_per_token": "ms/token",
     "memory_gb": "GB/GPU",
     "power_w_per_gpu": "W/GPU",
@@ -72,6 +73,11 @@ def as_json(results: list[KernelFigure]) -> dict:
     }
 
 
+def number(value: float) -> str:
+    """A figure as the table prints it: thousands separated, three significant digits below 100."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def as_markdown(results: list[KernelFigure]) -> str:
     lines = ["| figure | published | kernel | error | fit/check | source |", "|---|---:|---:|---:|---|---|"]
     for r in results:
@@ -79,10 +85,10 @@ def as_markdown(results: list[KernelFigure]) -> str:
         published = (
             f"{figure.published_range[0]:g}–{figure.published_range[1]:g}"
             if figure.published_range
-            else f"{figure.published:.3g}"
+            else number(figure.published)
         )
         lines.append(
-            f"| {figure.what} | {published} {unit(r)} | {r.kernel:.3g} | {100 * r.relative_error:+.0f} % "
+            f"| {figure.what} | {published} {unit(r)} | {number(r.kernel)} | {100 * r.relative_error:+.0f} % "
             f"| {figure.role} | [{figure.source.where}]({figure.source.url}) |"
         )
     s = summary(results)

@@ -63,11 +63,13 @@ LOGIT_BYTES = 4.0  # logits are up-cast to fp32 for the cross-entropy (HF ForCau
 CUDA_CONTEXT_BYTES = 0.5e9  # CUDA context + cuBLAS/NCCL workspaces, ≈0.4-0.5 GB per GPU (DESIGN.md §4)
 
 # --- Compute -------------------------------------------------------------------------------------------
-# Efficiency of a GEMM in each format relative to the GPU's dense peak for that format. FP8 GEMMs reach
-# ~1.3× bf16 end to end, not 2× (scaling/casting overheads; NVIDIA NeMo FP8 training reports 1.2-1.5×),
-# so fp8 runs at 0.65 of its 2× peak. Weight-only int8/int4 GEMMs dequantise to 16-bit before the matmul
-# (bitsandbytes, Marlin at large batch) and run at 0.75 of the 16-bit peak.
-FORMAT_EFFICIENCY = np.array([1.0, 1.0, 1.0, 0.65, 0.75, 0.75])
+# Efficiency of a GEMM in each format relative to the GPU's dense peak for that format. FP8 GEMMs do not
+# reach 2× bf16 (scaling, casting and amax bookkeeping): 0.75 of the FP8 peak, fit
+# [calibration: nemo2407-llama3-8b-fp8-h100] to NeMo 24.07's Llama-3-8B FP8 pre-training on 8× H100,
+# 12,036 tokens/s per GPU (docs/source/performance/performance_summary.md). Checked, not fit: Megatron-Bridge
+# 25.11 on H100 and B200, torchtitan's Float8/bf16 ratio (1.28×). Weight-only int8/int4 GEMMs dequantise
+# to 16-bit before the matmul (bitsandbytes, Marlin at large batch) and run at 0.75 of the 16-bit peak.
+FORMAT_EFFICIENCY = np.array([1.0, 1.0, 1.0, 0.75, 0.75, 0.75])
 WEIGHT_ONLY = np.array([False, False, False, False, True, True])
 # Training MFU rises with tokens per micro-batch: MFU = MFU_MAX · t/(t + MFU_HALF_TOKENS). MFU_MAX 0.5:
 # Llama 3 reports 38-43 % BF16 MFU on H100 (Dubey et al. 2024 Table 4), MegaScale 55 %. The half-point of
