@@ -120,11 +120,21 @@ def formats(linear: str, other: str = "bf16") -> dict:
 
 
 def serve(
-    gpu: str, model: str, *, gpus: int = 1, batch: int = 1, seq_len: int = 256, weights: str = "bf16", kv=None
+    gpu: str,
+    model: str,
+    *,
+    gpus: int = 1,
+    batch: int = 1,
+    seq_len: int = 256,
+    weights: str = "bf16",
+    kv=None,
+    prompt_len: int = 0,
 ) -> Case:
     """One serving job with tensor parallelism over all its GPUs."""
     job = {"id": "job", "model": model, "kind": "serve", "priority": 1, "seq_len": seq_len}
     job["batch_size"] = batch
+    if prompt_len:
+        job["prompt_len"] = prompt_len
     part = {"id": "job", "gpus": gpus, "tensor_parallel": gpus, "precision": formats(weights)}
     if kv is not None:
         part["kv_cache"] = kv
@@ -197,6 +207,21 @@ def hf_weights(figure_id, what, published, case, row) -> PublishedFigure:
     source = Source(HF_LLAMA31, HF_LLAMA31_URL, "Inference Memory Requirements table", row)
     note = "the blog counts weights only; the kernel adds its 0.5 GB CUDA context and a 256-token KV cache"
     return PublishedFigure(figure_id, what, "memory_gb", published, case, source, "check", note=note)
+
+
+TRT_LLM_THROUGHPUT = "Throughput Measurements (v0.17, trtllm-bench, offline maximum throughput)"
+TRT_LLM_THROUGHPUT_NOTE = (
+    "output tokens/s of the whole TP group; FP8 runs use an FP8 KV cache; batch: the largest power of two "
+    "up to the engine's 4,096 that the kernel fits (the engine sizes its batch to memory; "
+    "tests/test_calibration.py checks the rule)"
+)
+TRT_LLM_BATCH_CAP = 4096
+
+
+def trt_throughput(figure_id, what, published, case, row) -> PublishedFigure:
+    source = Source(TRT_LLM, TRT_LLM_URL, TRT_LLM_THROUGHPUT, row)
+    note = TRT_LLM_THROUGHPUT_NOTE
+    return PublishedFigure(figure_id, what, "tokens_per_s", published, case, source, "check", note=note)
 
 
 NEMO_2407 = "NeMo 24.07 performance summary (NVIDIA/NeMo @070a0bb, performance_summary.md)"
@@ -363,6 +388,178 @@ FIGURES: tuple[PublishedFigure, ...] = (
         compare="ratio",
         baseline=serve("a100-80gb", "llama-3.1-8b", seq_len=64, weights="fp16"),
         note="A100 memory size not stated (a ratio hardly depends on it); the fp16 baseline is plain HF",
+    ),
+    # --- serving throughput at full load with prefill (TensorRT-LLM v0.17) -----------------------------
+    trt_throughput(
+        "trtllm-llama31-8b-h100-fp8-128-128",
+        "Llama-3.1-8B FP8 serving throughput, 1× H100 SXM, 128 in / 128 out",
+        28836.77,
+        serve(
+            "h100-sxm",
+            "llama-3.1-8b",
+            gpus=1,
+            batch=4096,
+            seq_len=256,
+            prompt_len=128,
+            weights="fp8",
+            kv="fp8",
+        ),
+        "| LLaMA v3.1 8B | 1 | 128, 128 | 29526.04 | 28836.77 | 29852.96 | 9104.61 | 6627.27 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-8b-h200-fp8-128-128",
+        "Llama-3.1-8B FP8 serving throughput, 1× H200, 128 in / 128 out",
+        29526.04,
+        serve(
+            "h200", "llama-3.1-8b", gpus=1, batch=4096, seq_len=256, prompt_len=128, weights="fp8", kv="fp8"
+        ),
+        "| LLaMA v3.1 8B | 1 | 128, 128 | 29526.04 | 28836.77 | 29852.96 | 9104.61 | 6627.27 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-8b-l40s-fp8-128-128",
+        "Llama-3.1-8B FP8 serving throughput, 1× L40S, 128 in / 128 out",
+        9104.61,
+        serve(
+            "l40s", "llama-3.1-8b", gpus=1, batch=2048, seq_len=256, prompt_len=128, weights="fp8", kv="fp8"
+        ),
+        "| LLaMA v3.1 8B | 1 | 128, 128 | 29526.04 | 28836.77 | 29852.96 | 9104.61 | 6627.27 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-8b-a100-fp16-128-128",
+        "Llama-3.1-8B FP16 serving throughput, 1× A100-80GB, 128 in / 128 out",
+        6627.27,
+        serve(
+            "a100-80gb",
+            "llama-3.1-8b",
+            gpus=1,
+            batch=1024,
+            seq_len=256,
+            prompt_len=128,
+            weights="fp16",
+            kv="fp16",
+        ),
+        "| LLaMA v3.1 8B | 1 | 128, 128 | 29526.04 | 28836.77 | 29852.96 | 9104.61 | 6627.27 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-8b-h100-fp8-128-2048",
+        "Llama-3.1-8B FP8 serving throughput, 1× H100 SXM, 128 in / 2,048 out",
+        21109.38,
+        serve(
+            "h100-sxm",
+            "llama-3.1-8b",
+            gpus=1,
+            batch=512,
+            seq_len=2176,
+            prompt_len=128,
+            weights="fp8",
+            kv="fp8",
+        ),
+        "| | | 128, 2048 | 25398.86 | 21109.38 | 21769.55 | 5365.81 | 5255.99 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-8b-a100-fp16-128-2048",
+        "Llama-3.1-8B FP16 serving throughput, 1× A100-80GB, 128 in / 2,048 out",
+        5255.99,
+        serve(
+            "a100-80gb",
+            "llama-3.1-8b",
+            gpus=1,
+            batch=128,
+            seq_len=2176,
+            prompt_len=128,
+            weights="fp16",
+            kv="fp16",
+        ),
+        "| | | 128, 2048 | 25398.86 | 21109.38 | 21769.55 | 5365.81 | 5255.99 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-70b-h100-fp8-tp4",
+        "Llama-3.1-70B FP8 serving throughput, TP 4 on 4× H100 SXM, 128 in / 2,048 out",
+        11511.93,
+        serve(
+            "h100-sxm",
+            "llama-3.1-70b",
+            gpus=4,
+            batch=512,
+            seq_len=2176,
+            prompt_len=128,
+            weights="fp8",
+            kv="fp8",
+        ),
+        "| | 4 | 128, 2048 | 14156 | 11511.93 | | 1942.66 | 2811.27 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-70b-h100-fp8-tp8",
+        "Llama-3.1-70B FP8 serving throughput, TP 8 on 8× H100 SXM, 128 in / 2,048 out",
+        17061.82,
+        serve(
+            "h100-sxm",
+            "llama-3.1-70b",
+            gpus=8,
+            batch=1024,
+            seq_len=2176,
+            prompt_len=128,
+            weights="fp8",
+            kv="fp8",
+        ),
+        "| | 8 | 128, 2048 | 21195.88 | 17061.82 | | 2303.31 | 5241.5 |",
+    ),
+    trt_throughput(
+        "trtllm-llama31-70b-a100-fp16-tp8",
+        "Llama-3.1-70B FP16 serving throughput, TP 8 on 8× A100-80GB, 128 in / 2,048 out",
+        5241.5,
+        serve(
+            "a100-80gb",
+            "llama-3.1-70b",
+            gpus=8,
+            batch=512,
+            seq_len=2176,
+            prompt_len=128,
+            weights="fp16",
+            kv="fp16",
+        ),
+        "| | 8 | 128, 2048 | 21195.88 | 17061.82 | | 2303.31 | 5241.5 |",
+    ),
+    trt_throughput(
+        "trtllm-mixtral-h100-fp8-128-128",
+        "Mixtral-8x7B FP8 serving throughput, 1× H100 SXM, 128 in / 128 out",
+        15962.49,
+        serve(
+            "h100-sxm",
+            "mixtral-8x7b",
+            gpus=1,
+            batch=2048,
+            seq_len=256,
+            prompt_len=128,
+            weights="fp8",
+            kv="fp8",
+        ),
+        "| Mixtral 8x7B | 1 | 128, 128 | 17157.72 | 15962.49 | 16859.18 | | |",
+    ),
+    trt_throughput(
+        "trtllm-mistral-h100-fp8-128-128",
+        "Mistral-7B FP8 serving throughput, 1× H100 SXM, 128 in / 128 out",
+        31674.49,
+        serve(
+            "h100-sxm", "mistral-7b", gpus=1, batch=4096, seq_len=256, prompt_len=128, weights="fp8", kv="fp8"
+        ),
+        "| Mistral 7B | 1 | 128, 128 | 31938.12 | 31674.49 | 32498.47 | 9664.13 | 6982.53 |",
+    ),
+    trt_throughput(
+        "trtllm-mistral-a100-fp16-128-128",
+        "Mistral-7B FP16 serving throughput, 1× A100-80GB, 128 in / 128 out",
+        6982.53,
+        serve(
+            "a100-80gb",
+            "mistral-7b",
+            gpus=1,
+            batch=2048,
+            seq_len=256,
+            prompt_len=128,
+            weights="fp16",
+            kv="fp16",
+        ),
+        "| Mistral 7B | 1 | 128, 128 | 31938.12 | 31674.49 | 32498.47 | 9664.13 | 6982.53 |",
     ),
     # --- memory (Hugging Face Llama 3.1 blog) -------------------------------------------------------------
     hf_weights(

@@ -105,6 +105,8 @@ Rules the simulator applies:
 - Speed: training is compute-bound (6 FLOPs/param/token at the GEMM format's peak), decoding is
   memory-bound (weights + KV cache read per step, int8/int4 weights dequantised on the way, plus a fixed
   cost per layer); tensor parallelism adds all-reduce time, so small-batch decode gains little from it.
+  A serve job with prompt_len also prefills that many tokens per request (compute-bound: fp8 weights
+  speed it up, int8/int4 weights do not) before generating seq_len - prompt_len.
 - Objective: sum over running jobs of priority × sqrt(tokens/s ÷ the job's best tokens/s alone on the
   cluster) × (1 − 4 × quality loss), minus a small power cost. So every job that can run should get GPUs,
   and the split should follow priority and need."""
@@ -150,9 +152,10 @@ def _job_line(job) -> str:
         f", {model.num_experts} experts ({model.experts_per_token} active)" if model.num_experts > 1 else ""
     )
     tolerance = f", max_quality_loss {job.max_quality_loss:g}" if job.max_quality_loss is not None else ""
+    prompt = f", prompt_len {job.prompt_len}" if job.prompt_len else ""
     return (
-        f"- {job.id}: {job.kind} {job.model} (priority {job.priority:g}), seq_len {job.seq_len}, batch_size "
-        f"{job.batch_size}{tolerance}. Model: {model.num_params / 1e9:.2f} B params{experts}, "
+        f"- {job.id}: {job.kind} {job.model} (priority {job.priority:g}), seq_len {job.seq_len}{prompt}, "
+        f"batch_size {job.batch_size}{tolerance}. Model: {model.num_params / 1e9:.2f} B params{experts}, "
         f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_attention_heads} heads "
         f"({model.num_key_value_heads} KV), KV cache "
         f"{model.kv_cache_bytes_per_token(2.0) / 1024:g} KiB/token at 16 bits."

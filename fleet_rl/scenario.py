@@ -96,7 +96,9 @@ class Job(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
 
     ``batch_size`` is sequences per optimizer step for ``train``/``lora`` and concurrent sequences for
     ``serve``. ``max_quality_loss`` is the tolerated fractional quality (perplexity) loss, in (0, 1]; ``None``
-    leaves the trade-off to the objective's quality penalty.
+    leaves the trade-off to the objective's quality penalty. ``prompt_len`` (``serve`` only) is the tokens
+    each request brings, prefilled before it generates ``seq_len − prompt_len``; 0 (the default, omitted
+    from JSON) means a negligible prompt, decode only.
     """
 
     id: str
@@ -106,6 +108,7 @@ class Job(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     seq_len: int
     batch_size: int
     max_quality_loss: float | None = None
+    prompt_len: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not _JOB_ID_PATTERN.fullmatch(self.id):
@@ -132,6 +135,15 @@ class Job(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
         if not _is_int(self.batch_size) or not 1 <= self.batch_size <= MAX_BATCH_SIZE:
             raise ValueError(
                 f"{where}: batch_size must be an int in 1..{MAX_BATCH_SIZE}, got {self.batch_size!r}"
+            )
+        if not _is_int(self.prompt_len) or self.prompt_len < 0:
+            raise ValueError(f"{where}: prompt_len must be an int >= 0, got {self.prompt_len!r}")
+        if self.prompt_len and self.kind != "serve":
+            raise ValueError(f"{where}: prompt_len is for serve jobs (a request's tokens), not {self.kind}")
+        if self.prompt_len >= self.seq_len:
+            raise ValueError(
+                f"{where}: prompt_len {self.prompt_len} leaves no room to generate in seq_len {self.seq_len} "
+                "(the context window holds the prompt and the generated tokens)"
             )
         if self.max_quality_loss is not None:
             loss = self.max_quality_loss

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet_rl.calibration import FIGURES, kernel_figure
+from fleet_rl.calibration import FIGURES, TRT_LLM_BATCH_CAP, TRT_LLM_THROUGHPUT, Case, kernel_figure
 
 CONSTANTS = Path(__file__).resolve().parent.parent / "fleet_rl" / "kernel" / "constants.py"
 
@@ -57,3 +57,17 @@ def test_a_published_range_counts_as_met_inside_it():
     result = kernel_figure(figure)
     low, high = figure.published_range
     assert (result.relative_error == 0.0) == (low <= result.kernel <= high)
+
+
+def test_full_load_serving_figures_run_the_largest_batch_that_fits():
+    """The TensorRT-LLM throughput figures' batch follows the stated rule, not a choice that fits the
+    published number: the largest power of two up to the engine's cap at which the job still fits."""
+    figures = [f for f in FIGURES if f.source.where == TRT_LLM_THROUGHPUT]
+    assert len(figures) >= 10
+    for figure in figures:
+        job = figure.case.scenario["jobs"][0]
+        batch = job["batch_size"]
+        assert batch & (batch - 1) == 0 and batch <= TRT_LLM_BATCH_CAP, figure.id
+        doubled = {**figure.case.scenario, "jobs": [{**job, "batch_size": 2 * batch}]}
+        if batch < TRT_LLM_BATCH_CAP:
+            assert math.isnan(Case(doubled, figure.case.plan).value("tokens_per_s")), figure.id

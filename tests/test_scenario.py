@@ -307,3 +307,40 @@ def test_footprint_hand_computed() -> None:
     assert _footprint_gb(qwen, "serve", 1024, 1, 8, compact=True) == _footprint_gb(
         qwen, "serve", 1024, 1, 4, compact=True
     )
+
+
+@pytest.mark.parametrize(
+    ("job", "message"),
+    [
+        ({"kind": "serve", "seq_len": 1024, "prompt_len": 1024}, "leaves no room to generate"),
+        ({"kind": "serve", "seq_len": 1024, "prompt_len": -1}, "prompt_len must be an int >= 0"),
+        ({"kind": "lora", "seq_len": 1024, "prompt_len": 10}, "prompt_len is for serve jobs"),
+    ],
+)
+def test_prompt_len_is_checked_with_a_precise_reason(job, message):
+    data = {
+        "cluster": {"gpu": "h100-sxm", "count": 1},
+        "jobs": [{"id": "a", "model": "llama-3.1-8b", "priority": 1, "batch_size": 4, **job}],
+    }
+    with pytest.raises(ValueError, match=message):
+        Scenario.from_dict(data)
+
+
+def test_prompt_len_defaults_to_zero_and_is_omitted_from_json():
+    data = {
+        "cluster": {"gpu": "h100-sxm", "count": 1},
+        "jobs": [
+            {
+                "id": "a",
+                "model": "llama-3.1-8b",
+                "kind": "serve",
+                "priority": 1,
+                "seq_len": 64,
+                "batch_size": 4,
+            }
+        ],
+    }
+    scenario = Scenario.from_dict(data)
+    assert scenario.jobs[0].prompt_len == 0 and "prompt_len" not in scenario.to_json()
+    data["jobs"][0]["prompt_len"] = 48
+    assert Scenario.from_json(Scenario.from_dict(data).to_json()).jobs[0].prompt_len == 48

@@ -46,6 +46,7 @@ class JobTable:
     kind: np.ndarray  # (J,) int, index into KINDS
     priority: np.ndarray  # (J,)
     seq_len: np.ndarray  # (J,) tokens
+    prompt_len: np.ndarray  # (J,) tokens each serving request prefills (0: decode only)
     batch_size: np.ndarray  # (J,) sequences
     max_quality_loss: np.ndarray  # (J,) inf when unconstrained
     num_layers: np.ndarray  # (J,)
@@ -182,6 +183,7 @@ def build_job_table(scenario) -> JobTable:
             "kind": KINDS.index(job.kind),
             "priority": float(job.priority),
             "seq_len": float(job.seq_len),
+            "prompt_len": float(job.prompt_len),
             "batch_size": float(job.batch_size),
             "max_quality_loss": np.inf if job.max_quality_loss is None else float(job.max_quality_loss),
             "num_layers": float(model.num_layers),

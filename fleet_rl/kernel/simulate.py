@@ -10,15 +10,25 @@ Model (DESIGN.md §4; constants and sources in ``constants.py``):
   or 2·s·b·h per layer with full recomputation), fp32 logits and the CUDA context. serve: weights ÷ TP +
   KV cache (2·layers·kv_dim·seq·batch·bytes, sharded over min(TP, kv heads)) + logits + context.
 - Throughput. Training: a roofline per micro-batch, max(FLOPs ÷ (peak·MFU), weight bytes ÷ bandwidth) plus
-  Megatron TP all-reduces; micro-steps per optimizer step = ceil(batch ÷ (DP·micro-batch)); one gradient
-  all-reduce over DP per step. Decode: one token per sequence per step, max(FLOPs ÷ compute roof, (streamed
-  weights + KV) ÷ (bandwidth·MBU)) + TP all-reduces; MoE streams only the experts a step touches.
-- Power per GPU: idle + (TDP − idle) · busy fraction (time not spent waiting on communication) ≤ TDP.
+  Megatron TP all-reduces; micro-steps per optimizer step = ceil(batch ÷ (DP·micro-batch)); the
+  data-parallel collectives of the plan's ``sharding`` (none: one gradient all-reduce per step; optimizer:
+  a reduce-scatter per micro-step and an all-gather per step; full: two all-gathers and a reduce-scatter
+  per micro-step, per layer). Decode: one token per sequence per step, max(FLOPs ÷ compute roof,
+  (streamed weights ÷ their format's stream efficiency + KV) ÷ (bandwidth·MBU)) + a fixed cost per layer
+  + TP all-reduces; MoE streams only the experts a step touches; with a ``prompt_len``, each step also
+  prefills the requests that replace finished ones (compute-bound).
+- Memory with sharding: model states whole (none), 14 of 16 B/param sharded over the replicas (optimizer),
+  or all of them plus the frozen base, with two layers' weights gathered (full).
+- Power per GPU: idle + (TDP − idle) · max(tensor-core share of the step, MEMORY_POWER_SHARE · memory-
+  streaming share), so memory-bound decode draws a fraction of TDP.
 
-Simplifications, openly: one node (no inter-node links); no ZeRO/FSDP sharding of optimizer states; no
-pipeline parallelism; no prefill cost in serving and every sequence at full ``seq_len`` context; the MFU
-curve and quality-loss figures are smooth fits to published numbers, not measurements of these jobs;
-communication is never overlapped with compute; power is linear in the busy fraction.
+Simplifications, openly: one node (no inter-node links); no pipeline, context or sequence parallelism;
+every sequence holds a full ``seq_len`` KV cache (the memory a scheduler must reserve) and a step reads its
+mean context (prompt + half the output); prefill activations are not held in memory (chunked prefill);
+full recomputation only (no selective recomputation); the MFU curve, the per-layer decode cost, the stream
+and FP8 efficiencies and quality-loss figures are fits to published numbers (``fleet_rl/calibration.py``),
+not measurements of these jobs; communication is never overlapped with
+compute (FSDP's prefetching is not modelled); power is linear in the binding resource's share.
 """
 
 from __future__ import annotations
@@ -306,7 +316,10 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
         + table.a_mlp_bytes.ravel()[half_a] * touched_experts
         + table.b_streamed_bytes.ravel()[half_b]
     )
-    memory_s = (streamed_bytes / tp + kv_cache_bytes) / table.effective_bandwidth_bytes_s[j]
+    # the KV a step reads: each sequence's current context, on average its prompt and half its output
+    prompt = table.prompt_len[j]
+    kv_read_bytes = kv_cache_bytes * (prompt + 0.5 * (seq - prompt)) / seq
+    memory_s = (streamed_bytes / tp + kv_read_bytes) / table.effective_bandwidth_bytes_s[j]
     # decode attention reads the whole context: 4·s·d FLOPs per token per layer = 2 × the causal forward
     flops_s = 2.0 * seconds_per_gemm_flop + 2.0 * table.attention_s_per_token[j]
     compute_s = per_replica_batch * flops_s / (tp * DECODE_COMPUTE_EFFICIENCY)
@@ -317,8 +330,15 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
         * layers
         * _ring_all_reduce_s(message, tp, table.link_bytes_s[j], table.link_latency_s[j])
     )
-    step_s = busy_s + layers * DECODE_LAYER_OVERHEAD_S + tp_s
-    return memory, batch / step_s, _activity(compute_s, memory_s, step_s)
+    # prefill (continuous batching): every step also prefills the requests that replace the finished ones,
+    # per_replica_batch ÷ generated tokens per request of them, each prompt_len tokens of compute-bound
+    # forward pass (GEMMs at the format's speed, causal attention over half the prompt on average)
+    prefill_token_s = (
+        2.0 * seconds_per_gemm_flop + table.attention_s_per_token[j] * prompt / seq
+    ) / (tp * DECODE_COMPUTE_EFFICIENCY)
+    prefill_s = per_replica_batch / (seq - prompt) * prompt * prefill_token_s
+    step_s = busy_s + prefill_s + layers * DECODE_LAYER_OVERHEAD_S + tp_s
+    return memory, batch / step_s, _activity(compute_s + prefill_s, memory_s, step_s)
 
 
 def _activity(compute_s, memory_s, step_s):
