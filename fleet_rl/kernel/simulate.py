@@ -333,9 +333,9 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
     # prefill (continuous batching): every step also prefills the requests that replace the finished ones,
     # per_replica_batch ÷ generated tokens per request of them, each prompt_len tokens of compute-bound
     # forward pass (GEMMs at the format's speed, causal attention over half the prompt on average)
-    prefill_token_s = (
-        2.0 * seconds_per_gemm_flop + table.attention_s_per_token[j] * prompt / seq
-    ) / (tp * DECODE_COMPUTE_EFFICIENCY)
+    prefill_token_s = (2.0 * seconds_per_gemm_flop + table.attention_s_per_token[j] * prompt / seq) / (
+        tp * DECODE_COMPUTE_EFFICIENCY
+    )
     prefill_s = per_replica_batch / (seq - prompt) * prompt * prefill_token_s
     step_s = busy_s + prefill_s + layers * DECODE_LAYER_OVERHEAD_S + tp_s
     return memory, batch / step_s, _activity(compute_s + prefill_s, memory_s, step_s)
