@@ -16,8 +16,9 @@ nothing the kernel computes about speed:
    on that part (status ``ok``), used as an engineer uses a memory calculator; the throughput it computes is
    never read. More replicas never need more memory per GPU (a replica's share of the batch only shrinks).
 3. **The split.** Each job that can run gets one replica; when they do not all fit, the lowest priorities
-   wait (0 GPUs). The other GPUs go out one replica at a time to the job whose priority × √GPUs grows most
-   (the prompt's objective: priority × √(throughput share), throughput roughly proportional to GPUs).
+   wait (0 GPUs). The other GPUs go out one replica at a time to the job whose priority × GPUs^0.75 grows
+   most (the prompt's objective: priority × throughput share^0.75, throughput roughly proportional to
+   GPUs).
 
 ``heuristic(scenario, seed)`` is deterministic (the seed is unused). It is the bar between ``even_bf16``
 (an even split in 16 bits) and ``optimal``: what learning must win beyond it needs reasoning about this
@@ -26,10 +27,9 @@ cluster and these jobs.
 
 from __future__ import annotations
 
-import math
-
 from fleet_rl.catalog import MODULE_GROUPS
 from fleet_rl.kernel import SolvedScenario, evaluate
+from fleet_rl.kernel.constants import UTILITY_EXPONENT
 from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
@@ -91,7 +91,7 @@ def heuristic(scenario: Scenario, seed: int = 0) -> dict:
 
     def gain(job_id: str) -> float:
         gpus, step = placed[job_id], parts[job_id]["tensor_parallel"]
-        return priority[job_id] * (math.sqrt(gpus + step) - math.sqrt(gpus))
+        return priority[job_id] * ((gpus + step) ** UTILITY_EXPONENT - gpus**UTILITY_EXPONENT)
 
     while True:
         growable = [job_id for job_id in placed if parts[job_id]["tensor_parallel"] <= free]

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.kernel.constants import UTILITY_EXPONENT
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Scenario
 
@@ -82,7 +83,7 @@ Answer with one JSON object and nothing after it:
 activation_checkpointing and sharding (default none) apply to train/lora jobs, kv_cache to serve jobs
 (default: 16-bit); omit the others."""
 
-_RULES_TEXT = """\
+_RULES_TEXT = f"""\
 Rules the simulator applies:
 - GPUs: the jobs' "gpus" must sum to at most the cluster's count; a job with 0 GPUs does not run. Each job's
   tensor_parallel must divide its gpus and the model's attention and KV heads; gpus/tensor_parallel
@@ -107,9 +108,9 @@ Rules the simulator applies:
   cost per layer); tensor parallelism adds all-reduce time, so small-batch decode gains little from it.
   A serve job with prompt_len also prefills that many tokens per request (compute-bound: fp8 weights
   speed it up, int8/int4 weights do not) before generating seq_len - prompt_len.
-- Objective: sum over running jobs of priority × sqrt(tokens/s ÷ the job's best tokens/s alone on the
-  cluster) × (1 − 4 × quality loss), minus a small power cost. So every job that can run should get GPUs,
-  and the split should follow priority and need."""
+- Objective: sum over running jobs of priority × (tokens/s ÷ the job's best tokens/s alone on the
+  cluster)^{UTILITY_EXPONENT:g} × (1 − 4 × quality loss), minus a small power cost. So every job that
+  can run should get GPUs, and the split should follow priority and how well each job uses more GPUs."""
 
 
 def _example_text() -> str:

@@ -8,14 +8,21 @@ everywhere, reasoning-gym style. Print one with
 
 Tiers (parameters in ``TIERS`` below, one ``TierSpec`` each; the kernel engineer tunes them there):
 
-- ``easy``: one job on 1-8 GPUs (mostly 40 GB and up); the model fits comfortably at plain bf16.
-- ``medium``: 2-3 jobs of mixed kinds on 4-8 GPUs; 7-8B models, occasionally a 70B serve; batch and context
+- ``easy``: one job on 1-8 GPUs, half the clusters small or format-limited GPUs; 7-8B models and GPT-2,
+  a quarter 46-73B (serve, lora); contexts up to 32k, serve batches from 1 to 512, often a prompt to
+  prefill, often a quality tolerance. One job, but its settings depend on everything about it: no fixed
+  setting per kind does well (``benchmarks/templates.py``).
+- ``medium``: 2-3 jobs of mixed kinds on 4-8 GPUs; 7-8B models, a fifth 70B (serve, lora); batch and context
   large enough that KV cache and activations, not just weights, decide what fits.
 - ``hard``: 4-5 jobs on 8 GPUs; half the clusters are small or format-limited GPUs (no FP8 on A100/A10G, no
   BF16 or FP8 on T4); at least one 46-73B job; longer contexts, bigger batches; quality tolerances
-  (``max_quality_loss``) on some serve jobs.
+  (``max_quality_loss``) on half the serve jobs.
 - ``multiagent``: 3-4 jobs on 8 GPUs, between medium and hard (the prompt, not the scenario, makes it
   multi-agent: each agent plans one job given the others' parts).
+
+Every tier draws serve jobs' ``prompt_len`` as a fraction of ``seq_len`` (decode-only, a short prompt,
+prefill-heavy, nearly all prefill): decode is memory-bound and prefill compute-bound, so the best weight
+format depends on it. Tolerances (0.2 %, 1 %, 5 %) rule out int4, then int8, for the jobs that carry them.
 
 Held-out split (generalisation test): ``HELD_OUT_GPUS`` (l40s, h200) and ``HELD_OUT_MODELS`` (qwen2.5-7b)
 never appear with ``split="train"``; every ``split="eval"`` scenario uses at least one of them (a held-out
@@ -83,6 +90,9 @@ class TierSpec:
     quality_tolerance_prob: float  # per serve job
     quality_tolerances: tuple[float, ...]
     fit: Literal["comfortable", "possible"]  # per-job sanity filter, see _fits
+    priorities: tuple[float, ...] = (1.0, 2.0, 3.0)  # per job, uniform
+    # serve jobs: prompt_len = round(fraction · seq_len), the fraction uniform from these (0: decode only)
+    prompt_fractions: tuple[float, ...] = (0.0,)
 
 
 _BIG_GPUS = ("h100-sxm", "h100-pcie", "h200", "a100-80gb", "a100-40gb", "l40s", "b200", "mi300x")  # 40-206 GB
@@ -90,55 +100,59 @@ _HBM80_GPUS = ("h100-sxm", "h100-pcie", "h200", "a100-80gb", "a100-40gb", "l40s"
 _BUDGET_GPUS = ("a100-40gb", "l4", "a10g", "t4", "rtx-4090")
 _SMALL_MODELS = ("llama-3.1-8b", "mistral-7b", "qwen2.5-7b")
 _ALL_KINDS = ("train", "lora", "serve")
+_LARGE_MODELS = ("llama-3.1-70b", "qwen2.5-72b", "mixtral-8x7b")
+_TOLERANCES = (0.002, 0.01, 0.05)  # max_quality_loss: int4 breaks the tight ones, int8 only the tightest
+# decode-only, a short prompt, prefill-heavy (a RAG or summarising request), almost all prefill
+_PROMPT_FRACTIONS = (0.0, 0.25, 0.9, 0.97)
 
 # fmt: off
 TIERS: dict[str, TierSpec] = {
     "easy": TierSpec(
         job_count=(1, 1), gpu_count=(1, 8),
-        gpus=_BIG_GPUS, budget_gpus=_BUDGET_GPUS, budget_gpu_prob=0.2,
+        gpus=_BIG_GPUS, budget_gpus=_BUDGET_GPUS, budget_gpu_prob=0.5,
         kinds=_ALL_KINDS, mixed_kinds=False,
-        small_models=_SMALL_MODELS, large_models=(), large_model_kinds=(), large_model_prob=0.0,
-        min_large_jobs=0, gpt2_prob=0.25,
-        seq_lens=(512, 1024, 2048, 4096),
-        serve_batch_sizes=(1, 2, 4, 8, 16), train_batch_sizes=(4, 8, 16),
-        quality_tolerance_prob=0.0, quality_tolerances=(),
-        fit="comfortable",
+        small_models=_SMALL_MODELS, large_models=_LARGE_MODELS, large_model_kinds=("serve", "lora"),
+        large_model_prob=0.25, min_large_jobs=0, gpt2_prob=0.2,
+        seq_lens=(1024, 2048, 4096, 8192, 16384, 32768),
+        serve_batch_sizes=(1, 8, 64, 512), train_batch_sizes=(4, 16, 64, 256),
+        quality_tolerance_prob=0.4, quality_tolerances=_TOLERANCES,
+        fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
     ),
     "medium": TierSpec(
         job_count=(2, 3), gpu_count=(4, 8),
-        gpus=_HBM80_GPUS, budget_gpus=("l4", "rtx-4090"), budget_gpu_prob=0.15,
+        gpus=_HBM80_GPUS, budget_gpus=("l4", "rtx-4090", "a10g", "t4"), budget_gpu_prob=0.3,
         kinds=_ALL_KINDS, mixed_kinds=True,
         small_models=_SMALL_MODELS, large_models=("llama-3.1-70b", "qwen2.5-72b"),
-        large_model_kinds=("serve",), large_model_prob=0.15,
+        large_model_kinds=("serve", "lora"), large_model_prob=0.2,
         min_large_jobs=0, gpt2_prob=0.1,
         seq_lens=(1024, 2048, 4096, 8192),
-        serve_batch_sizes=(8, 16, 32, 64, 128), train_batch_sizes=(8, 16, 32, 64),
-        quality_tolerance_prob=0.0, quality_tolerances=(),
-        fit="possible",
+        serve_batch_sizes=(1, 8, 64, 256), train_batch_sizes=(8, 32, 128),
+        quality_tolerance_prob=0.3, quality_tolerances=_TOLERANCES,
+        fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
     ),
     "hard": TierSpec(
         job_count=(4, 5), gpu_count=(8, 8),
         gpus=_HBM80_GPUS, budget_gpus=_BUDGET_GPUS, budget_gpu_prob=0.5,
         kinds=_ALL_KINDS, mixed_kinds=True,
-        small_models=_SMALL_MODELS, large_models=("llama-3.1-70b", "qwen2.5-72b", "mixtral-8x7b"),
+        small_models=_SMALL_MODELS, large_models=_LARGE_MODELS,
         large_model_kinds=("serve", "lora"), large_model_prob=0.3,
         min_large_jobs=1, gpt2_prob=0.1,
         seq_lens=(2048, 4096, 8192, 16384, 32768),
-        serve_batch_sizes=(16, 32, 64, 128, 256), train_batch_sizes=(16, 32, 64, 128),
-        quality_tolerance_prob=0.5, quality_tolerances=(0.01, 0.02, 0.05),
-        fit="possible",
+        serve_batch_sizes=(1, 16, 64, 256, 512), train_batch_sizes=(8, 32, 128, 256),
+        quality_tolerance_prob=0.5, quality_tolerances=_TOLERANCES,
+        fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
     ),
     "multiagent": TierSpec(
         job_count=(3, 4), gpu_count=(8, 8),
         gpus=_BIG_GPUS, budget_gpus=_BUDGET_GPUS, budget_gpu_prob=0.25,
         kinds=_ALL_KINDS, mixed_kinds=True,
-        small_models=_SMALL_MODELS, large_models=("llama-3.1-70b", "qwen2.5-72b", "mixtral-8x7b"),
+        small_models=_SMALL_MODELS, large_models=_LARGE_MODELS,
         large_model_kinds=("serve", "lora"), large_model_prob=0.2,
         min_large_jobs=0, gpt2_prob=0.1,
         seq_lens=(1024, 2048, 4096, 8192, 16384),
-        serve_batch_sizes=(8, 16, 32, 64, 128, 256), train_batch_sizes=(8, 16, 32, 64, 128),
-        quality_tolerance_prob=0.3, quality_tolerances=(0.01, 0.02, 0.05),
-        fit="possible",
+        serve_batch_sizes=(1, 8, 64, 256), train_batch_sizes=(8, 32, 128),
+        quality_tolerance_prob=0.3, quality_tolerances=_TOLERANCES,
+        fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
     ),
 }
 # fmt: on
@@ -152,7 +166,6 @@ _JOB_NAMES: dict[str, tuple[str, ...]] = {
 }
 JOB_NAMES: tuple[str, ...] = tuple(sorted({name for names in _JOB_NAMES.values() for name in names}))
 """Every base job id the generator draws (a repeated one gets a numeric suffix, "chat-2")."""
-_PRIORITIES = (1.0, 2.0, 3.0)
 
 # Rough per-GPU memory estimate for the sanity filter that shapes each tier's draws (DESIGN.md §4); the
 # kernel's memory model decides what runs, and `_every_job_can_run` asks it. Where the two share a quantity
@@ -240,17 +253,21 @@ def _draw_job(
         seq_len = rng.choice(seq_lens)
         batch_size = rng.choice(tier.serve_batch_sizes if kind == "serve" else tier.train_batch_sizes)
         max_quality_loss = None
-        if kind == "serve" and rng.random() < tier.quality_tolerance_prob:
-            max_quality_loss = rng.choice(tier.quality_tolerances)
+        prompt_len = 0
+        if kind == "serve":
+            if rng.random() < tier.quality_tolerance_prob:
+                max_quality_loss = rng.choice(tier.quality_tolerances)
+            prompt_len = min(round(rng.choice(tier.prompt_fractions) * seq_len), seq_len - 1)
         if _fits(tier, model, kind, seq_len, batch_size, cluster):
             return Job(
                 id=job_id,
                 model=name,
                 kind=kind,
-                priority=rng.choice(_PRIORITIES),
+                priority=rng.choice(tier.priorities),
                 seq_len=seq_len,
                 batch_size=batch_size,
                 max_quality_loss=max_quality_loss,
+                prompt_len=prompt_len,
             )
     return None
 

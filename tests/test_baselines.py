@@ -7,6 +7,7 @@ import pytest
 from fleet_rl import TASKS, make_scenario
 from fleet_rl.baselines import BASELINES, even_bf16, optimal, random_plan, random_split
 from fleet_rl.kernel import evaluate
+from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 
 
@@ -22,10 +23,19 @@ def test_even_bf16_is_valid_uses_every_gpu_and_never_a_format_the_gpu_lacks(task
 
 
 def test_even_bf16_hand_computed_split():
-    scenario = make_scenario("medium", 1)  # 4 x h100-sxm, two jobs
+    scenario = Scenario.from_dict(
+        {
+            "cluster": {"gpu": "h100-sxm", "count": 5},
+            "jobs": [
+                {"id": "a", "model": "gpt2", "kind": "serve", "priority": 1, "seq_len": 512, "batch_size": 4},
+                {"id": "b", "model": "gpt2", "kind": "lora", "priority": 2, "seq_len": 512, "batch_size": 4},
+            ],
+        }
+    )
     plan = even_bf16(scenario)
-    assert [job["gpus"] for job in plan["jobs"]] == [2, 2]
-    assert plan["jobs"][0]["precision"]["norm"] == "fp32"
+    assert [job["gpus"] for job in plan["jobs"]] == [2, 3]  # the odd GPU to the higher priority
+    assert [job["tensor_parallel"] for job in plan["jobs"]] == [2, 1]  # 3 GPUs: only TP 1 divides
+    assert plan["jobs"][1]["precision"]["norm"] == "fp32"
 
 
 def test_random_is_deterministic_and_schema_valid():

@@ -260,9 +260,17 @@ def test_tier_features_appear_across_seeds() -> None:
     kinds = {job.kind for sc in by_task["easy"] for job in sc.jobs}
     assert kinds == {"train", "lora", "serve"}
     assert {sc.cluster.count for sc in by_task["easy"]} == set(range(1, 9))
-    assert all(
-        job.max_quality_loss is None for task in ("easy", "medium") for sc in by_task[task] for job in sc.jobs
-    )
+    # every tier: quality tolerances and prompts to prefill on some serve jobs, large models on some jobs
+    for task in ("easy", "medium", "hard"):
+        serve = [job for sc in by_task[task] for job in sc.jobs if job.kind == "serve"]
+        assert any(job.max_quality_loss for job in serve) and any(
+            job.max_quality_loss is None for job in serve
+        )
+        assert any(job.prompt_len > job.seq_len // 2 for job in serve) and any(
+            not job.prompt_len for job in serve
+        )
+        assert any(job.model in LARGE_MODELS for sc in by_task[task] for job in sc.jobs)
+    assert all(not job.prompt_len for sc in by_task["hard"] for job in sc.jobs if job.kind != "serve")
 
 
 # --------------------------------------------------------------------------------------------------------

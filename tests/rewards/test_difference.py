@@ -16,7 +16,23 @@ from rewards import difference_reward, fleet_reward
 from rewards.difference import FLOOR, counterfactuals
 from rewards.scoring import given_plan_from
 
-SEED = 27  # a T4 cluster whose agent runs a lora job (the tests below rely on both)
+
+def _fixture_seed() -> int:
+    """The first multiagent request whose agent runs a lora job at a micro-batch above 1 in the optimum,
+    on some of the GPUs while the other jobs hold the rest. The tests below need a weaker part
+    (micro-batch 1) and a crash (int8 norms: unstable, one fault, on any GPU)."""
+    for seed in range(200):
+        scenario = make_scenario("multiagent", seed)
+        agent, _ = agent_request(scenario, seed)
+        part = next(job for job in solve(scenario).plan["jobs"] if job["id"] == agent)
+        kind = next(job.kind for job in scenario.jobs if job.id == agent)
+        others_hold_gpus = 0 < part["gpus"] < scenario.cluster.count
+        if kind == "lora" and others_hold_gpus and part.get("micro_batch_size", 1) > 1:
+            return seed
+    raise AssertionError("no multiagent seed fits the fixture")
+
+
+SEED = _fixture_seed()
 SCENARIO = make_scenario("multiagent", SEED)
 SOLVED = solved_scenario(SCENARIO)
 AGENT, GIVEN = agent_request(SCENARIO, SEED)
@@ -29,6 +45,11 @@ def answer(**changes) -> str:
     return json.dumps({"jobs": [{**BEST_PART, **changes}]})
 
 
+def crash() -> str:
+    """The best part with int8 norms: unstable in any kind of job (one fault)."""
+    return answer(precision={**BEST_PART["precision"], "norm": "int8"})
+
+
 def rewards(*completions, fn=difference_reward):
     n = len(completions)
     return fn(list(completions), [SCENARIO.to_json()] * n, agent=[AGENT] * n, given_plan=[GIVEN_JSON] * n)
@@ -39,14 +60,10 @@ def test_the_fixture_leaves_the_agent_gpus_to_use():
 
 
 def test_best_response_gets_1_a_crash_and_abstaining_get_0():
-    crash = answer(gpus=1, tensor_parallel=1, micro_batch_size=64)  # 64 x 8192 tokens on one T4
-    assert (
-        evaluate(
-            solved_scenario(SCENARIO), {"jobs": [*GIVEN["jobs"], json.loads(crash)["jobs"][0]]}
-        ).statuses[AGENT]
-        == "oom"
-    )
-    best, crashed, idle = rewards(answer(), crash, answer(gpus=0))
+    crashed_part = json.loads(crash())["jobs"][0]
+    evaluation = evaluate(solved_scenario(SCENARIO), {"jobs": [*GIVEN["jobs"], crashed_part]})
+    assert evaluation.statuses[AGENT] == "unstable"
+    best, crashed, idle = rewards(answer(), crash(), answer(gpus=0))
     assert best == pytest.approx(1.0)
     assert crashed == pytest.approx(0.0)  # placed but contributes nothing: Dᵢ = 0
     assert idle == 0.0  # abstaining: Dᵢ = 0, the counterfactual itself
@@ -54,7 +71,7 @@ def test_best_response_gets_1_a_crash_and_abstaining_get_0():
 
 def test_the_difference_is_the_joint_objective_minus_the_counterfactual():
     # a weaker but valid part: the agent's lora job at micro-batch 1 (the optimum runs 2)
-    assert SCENARIO.cluster.gpu == "t4" and "kv_cache" not in BEST_PART and BEST_PART["micro_batch_size"] > 1
+    assert "kv_cache" not in BEST_PART and BEST_PART["micro_batch_size"] > 1
     part = answer(micro_batch_size=1, activation_checkpointing=True)
     (value,) = rewards(part)
     merged = {"jobs": [*GIVEN["jobs"], json.loads(part)["jobs"][0]]}
@@ -100,14 +117,13 @@ def test_rows_without_an_agent_get_none_so_trl_skips_them():
 
 def test_fleet_reward_pays_an_agent_for_its_own_contribution_only():
     weak = answer(micro_batch_size=1, activation_checkpointing=True)
-    crash = answer(gpus=1, tensor_parallel=1, micro_batch_size=64)
     best, weaker, nothing, crashed, broken = rewards(
-        answer(), weak, answer(gpus=0), crash, answer(gpus=SCENARIO.cluster.count), fn=fleet_reward
+        answer(), weak, answer(gpus=0), crash(), answer(gpus=SCENARIO.cluster.count), fn=fleet_reward
     )
     assert best == pytest.approx(1.0)
     (contribution,) = rewards(weak)  # the normalised difference reward of the weaker part
     assert weaker == pytest.approx(0.3 + 0.7 * contribution)  # not the joint plan's score
-    # abstaining earns no feasible credit, crashing (one fault: out of memory) no more than abstaining, and
+    # abstaining earns no feasible credit, crashing (one fault: unstable norms) no more than abstaining, and
     # breaking the joint plan less than either
     assert broken < crashed <= nothing < 0.3 < weaker < best
 
