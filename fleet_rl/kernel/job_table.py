@@ -46,7 +46,6 @@ class JobTable:
     kind: np.ndarray  # (J,) int, index into KINDS
     priority: np.ndarray  # (J,)
     seq_len: np.ndarray  # (J,) tokens
-    prompt_len: np.ndarray  # (J,) tokens each serving request prefills (0: decode only)
     batch_size: np.ndarray  # (J,) sequences
     max_quality_loss: np.ndarray  # (J,) inf when unconstrained
     num_layers: np.ndarray  # (J,)
@@ -80,6 +79,9 @@ class JobTable:
     adapter_s_per_token: np.ndarray  # (J,) 6·LoRA params / FLOP/s (0 unless lora)
     trained_params: np.ndarray  # (J,) parameters receiving gradients (all for train, adapters for lora)
     kv_elements_per_token: np.ndarray  # (J,) 2·layers·kv_dim
+    kv_read_fraction: np.ndarray  # (J,) mean context a decode step reads ÷ seq_len: (prompt + output/2)/seq
+    prompt_per_output_token: np.ndarray  # (J,) prompt_len ÷ generated tokens per request (0: decode only)
+    prefill_attention_s_per_token: np.ndarray  # (J,) causal attention over the prompt, per prompt token
     logit_bytes_per_token: np.ndarray  # (J,) vocab · LOGIT_BYTES
     effective_bandwidth_bytes_s: np.ndarray  # (J,) bandwidth · MEMORY_BANDWIDTH_UTILISATION
     log_expert_miss: np.ndarray  # (J,) log(1 − experts_per_token/num_experts); 0 for dense models
@@ -183,7 +185,6 @@ def build_job_table(scenario) -> JobTable:
             "kind": KINDS.index(job.kind),
             "priority": float(job.priority),
             "seq_len": float(job.seq_len),
-            "prompt_len": float(job.prompt_len),
             "batch_size": float(job.batch_size),
             "max_quality_loss": np.inf if job.max_quality_loss is None else float(job.max_quality_loss),
             "num_layers": float(model.num_layers),
@@ -222,6 +223,10 @@ def build_job_table(scenario) -> JobTable:
         values["adapter_s_per_token"] = adapter_flops / values["attention_flops"] if kind == "lora" else 0.0
         values["trained_params"] = values["params_total"] if kind == "train" else values["lora_params"]
         values["kv_elements_per_token"] = 2.0 * layers * model.num_key_value_heads * model.head_dim_
+        prompt, output = job.prompt_len, job.seq_len - job.prompt_len
+        values["kv_read_fraction"] = (prompt + 0.5 * output) / job.seq_len
+        values["prompt_per_output_token"] = prompt / output
+        values["prefill_attention_s_per_token"] = values["attention_s_per_token"] * prompt / job.seq_len
         values["logit_bytes_per_token"] = model.vocab_size * LOGIT_BYTES
         values["effective_bandwidth_bytes_s"] = (
             values["memory_bandwidth_bytes_s"] * MEMORY_BANDWIDTH_UTILISATION

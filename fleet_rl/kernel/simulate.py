@@ -227,7 +227,7 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
     link, latency = table.link_bytes_s[j], table.link_latency_s[j]
     stored_params = table.params_total[j]
     lora_params = table.lora_params[j]
-    sharding = np.where(dp > 1, rows.sharding[subset], NO_SHARDING)  # one replica has nothing to shard
+    sharding = rows.sharding[subset]
     # memory: model states, whole (kept) or sharded over the dp replicas (see SHARDED_BYTES_PER_PARAM)
     fp8_params = table.a_fp8_params.ravel()[half_a] + table.b_fp8_params.ravel()[half_b]
     trained_params = table.trained_params[j]
@@ -238,13 +238,23 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
         weight_bytes + (ADAM_BYTES_PER_PARAM - SHARDED_BYTES_PER_PARAM) * lora_params,
     )
     shardable_bytes = SHARDED_BYTES_PER_PARAM * trained_params
-    # the weights "full" sharding all-gathers: bf16 copies of trained weights, a frozen base as stored
-    gathered_bytes = np.where(is_train, BYTES_PER_PARAM[BF16] * stored_params, weight_bytes)
-    states_bytes = np.select(
-        [sharding == NO_SHARDING, sharding == SHARD_OPTIMIZER],
-        [held_bytes + shardable_bytes, held_bytes + shardable_bytes / dp],
-        (held_bytes + shardable_bytes) / dp + GATHERED_LAYERS * gathered_bytes / layers,
-    )
+    states_bytes = held_bytes + shardable_bytes
+    # rows that shard over more than one replica (one replica has nothing to shard): few in a batch, so
+    # their memory and communication are computed on that subset
+    sharded = np.flatnonzero(sharding)
+    sharded = sharded[dp[sharded] > 1]
+    if sharded.size:
+        d = dp[sharded]
+        full = sharding[sharded] != SHARD_OPTIMIZER
+        # the weights "full" sharding all-gathers: bf16 copies of trained weights, a frozen base as stored
+        gathered_bytes = np.where(
+            is_train[sharded], BYTES_PER_PARAM[BF16] * stored_params[sharded], weight_bytes[sharded]
+        )
+        states_bytes[sharded] = np.where(
+            full,
+            states_bytes[sharded] / d + GATHERED_LAYERS * gathered_bytes / layers[sharded],
+            held_bytes[sharded] + shardable_bytes[sharded] / d,
+        )
     micro_batch = np.minimum(rows.micro_batch_size[subset], np.ceil(batch / dp))
     micro_tokens = micro_batch * seq
     layer_working_set = micro_tokens * hidden * (ACTIVATION_BYTES_REPLICATED + ACTIVATION_BYTES_SHARDED / tp)
@@ -272,23 +282,28 @@ def _training(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, 
     # optimizer step: micro-steps of every DP replica and the data-parallel collectives
     micro_steps = np.ceil(batch / (dp * micro_batch))
     gradient_bytes = trained_params * GRADIENT_COMM_BYTES / tp
-    gradient_sync_s = _data_parallel_s(
-        sharding, micro_steps, gradient_bytes, gathered_bytes / tp, dp, layers, link, latency
-    )
+    ring_s = (dp - 1.0) / dp / link  # ring collectives move (d−1)/d of their message per link
+    gradient_sync_s = np.where(dp > 1, 2.0 * gradient_bytes * ring_s + latency, 0.0)  # one all-reduce
+    if sharded.size:
+        gradient_sync_s[sharded] = _sharded_data_parallel_s(
+            sharding[sharded] != SHARD_OPTIMIZER,
+            micro_steps[sharded],
+            gradient_bytes[sharded] * ring_s[sharded],
+            gathered_bytes / tp[sharded] * ring_s[sharded],
+            layers[sharded] * latency[sharded],
+        )
     step_s = micro_steps * (busy_s + tp_s) + gradient_sync_s
     return memory, batch * seq / step_s, _activity(micro_steps * compute_s, micro_steps * memory_s, step_s)
 
 
-def _data_parallel_s(sharding, micro_steps, gradient_bytes, gathered_bytes, dp, layers, link, latency):
-    """Seconds of data-parallel communication per optimizer step (see the constants' comment): ring
-    collectives move (d−1)/d of their message per link; sharded ones run per layer."""
-    ring_s = (dp - 1.0) / dp / link  # per byte of message
-    per_layer = layers * latency
-    plain = 2.0 * gradient_bytes * ring_s + latency
-    optimizer = (micro_steps + 1.0) * (gradient_bytes * ring_s + per_layer)
-    full = micro_steps * ((2.0 * gathered_bytes + gradient_bytes) * ring_s + 3.0 * per_layer)
-    seconds = np.select([sharding == NO_SHARDING, sharding == SHARD_OPTIMIZER], [plain, optimizer], full)
-    return np.where(dp > 1, seconds, 0.0)
+def _sharded_data_parallel_s(full, micro_steps, gradient_s, gathered_s, per_layer_latency_s):
+    """Seconds of sharded data-parallel communication per optimizer step (see the constants' comment), from
+    the time to move the gradients and the gathered weights once and one latency per layer: "optimizer"
+    reduce-scatters every micro-step and all-gathers once; "full" all-gathers twice and reduce-scatters
+    every micro-step."""
+    optimizer = (micro_steps + 1.0) * (gradient_s + per_layer_latency_s)
+    full_s = micro_steps * (2.0 * gathered_s + gradient_s + 3.0 * per_layer_latency_s)
+    return np.where(full, full_s, optimizer)
 
 
 def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, half_b):
@@ -317,8 +332,7 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
         + table.b_streamed_bytes.ravel()[half_b]
     )
     # the KV a step reads: each sequence's current context, on average its prompt and half its output
-    prompt = table.prompt_len[j]
-    kv_read_bytes = kv_cache_bytes * (prompt + 0.5 * (seq - prompt)) / seq
+    kv_read_bytes = kv_cache_bytes * table.kv_read_fraction[j]
     memory_s = (streamed_bytes / tp + kv_read_bytes) / table.effective_bandwidth_bytes_s[j]
     # decode attention reads the whole context: 4·s·d FLOPs per token per layer = 2 × the causal forward
     flops_s = 2.0 * seconds_per_gemm_flop + 2.0 * table.attention_s_per_token[j]
@@ -333,10 +347,10 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
     # prefill (continuous batching): every step also prefills the requests that replace the finished ones,
     # per_replica_batch ÷ generated tokens per request of them, each prompt_len tokens of compute-bound
     # forward pass (GEMMs at the format's speed, causal attention over half the prompt on average)
-    prefill_token_s = (2.0 * seconds_per_gemm_flop + table.attention_s_per_token[j] * prompt / seq) / (
+    prefill_token_s = (2.0 * seconds_per_gemm_flop + table.prefill_attention_s_per_token[j]) / (
         tp * DECODE_COMPUTE_EFFICIENCY
     )
-    prefill_s = per_replica_batch / (seq - prompt) * prompt * prefill_token_s
+    prefill_s = per_replica_batch * table.prompt_per_output_token[j] * prefill_token_s
     step_s = busy_s + prefill_s + layers * DECODE_LAYER_OVERHEAD_S + tp_s
     return memory, batch / step_s, _activity(compute_s + prefill_s, memory_s, step_s)
 
