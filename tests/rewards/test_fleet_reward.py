@@ -192,3 +192,18 @@ def test_registry_and_trl_kwargs():
         log_extra=None,
     )
     assert out == [pytest.approx(1.0)]
+
+
+def test_sharding_a_serving_job_scores_low_with_the_kernels_reason_and_never_raises():
+    """#11's bad input: the new plan field used where it means nothing. The serve job does not run (the
+    kernel's reason says why), so the plan earns a not-feasible reward, below the same plan without it."""
+    sharded = {
+        "jobs": [{**job, "sharding": "full"} if job["id"] == "chat" else job for job in CONSERVATIVE["jobs"]]
+    }
+    reasons = evaluate(solved_scenario(SCENARIO), sharded).reasons
+    assert any("sharding 'full' is a training setting" in reason for reason in reasons)
+    wrong, right = reward(json.dumps(sharded), json.dumps(CONSERVATIVE))
+    assert wrong < 0.3 <= right
+    # a sharding the schema does not know is a malformed plan, not an exception
+    (unknown,) = reward(json.dumps({"jobs": [{**CONSERVATIVE["jobs"][1], "sharding": "zero3"}]}))
+    assert unknown < 0.01
