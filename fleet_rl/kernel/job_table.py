@@ -79,7 +79,7 @@ class JobTable:
     adapter_s_per_token: np.ndarray  # (J,) 6·LoRA params / FLOP/s (0 unless lora)
     trained_params: np.ndarray  # (J,) parameters receiving gradients (all for train, adapters for lora)
     kv_elements_per_token: np.ndarray  # (J,) 2·layers·kv_dim
-    kv_read_fraction: np.ndarray  # (J,) mean context a decode step reads ÷ seq_len: (prompt + output/2)/seq
+    kv_read_fraction: np.ndarray  # (J,) mean context of a decode step ÷ seq_len: (prompt + output/2)/seq
     prompt_per_output_token: np.ndarray  # (J,) prompt_len ÷ generated tokens per request (0: decode only)
     prefill_attention_s_per_token: np.ndarray  # (J,) causal attention over the prompt, per prompt token
     logit_bytes_per_token: np.ndarray  # (J,) vocab · LOGIT_BYTES

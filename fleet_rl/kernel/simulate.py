@@ -23,12 +23,12 @@ Model (DESIGN.md §4; constants and sources in ``constants.py``):
   streaming share), so memory-bound decode draws a fraction of TDP.
 
 Simplifications, openly: one node (no inter-node links); no pipeline, context or sequence parallelism;
-every sequence holds a full ``seq_len`` KV cache (the memory a scheduler must reserve) and a step reads its
-mean context (prompt + half the output); prefill activations are not held in memory (chunked prefill);
-full recomputation only (no selective recomputation); the MFU curve, the per-layer decode cost, the stream
+every sequence holds a full ``seq_len`` KV cache (the memory a scheduler must reserve) and a step reads and
+attends over its mean context (prompt + half the output); prefill activations are not held in memory
+(chunked prefill); full recomputation only (no selective recomputation); the MFU curve, the per-layer decode cost, the stream
 and FP8 efficiencies and quality-loss figures are fits to published numbers (``fleet_rl/calibration.py``),
-not measurements of these jobs; communication is never overlapped with
-compute (FSDP's prefetching is not modelled); power is linear in the binding resource's share.
+not measurements of these jobs; communication is never overlapped with compute (FSDP's prefetching is not
+modelled); power is linear in the binding resource's share.
 """
 
 from __future__ import annotations
@@ -334,8 +334,9 @@ def _decode(table, rows, subset, weight_bytes, seconds_per_gemm_flop, half_a, ha
     # the KV a step reads: each sequence's current context, on average its prompt and half its output
     kv_read_bytes = kv_cache_bytes * table.kv_read_fraction[j]
     memory_s = (streamed_bytes / tp + kv_read_bytes) / table.effective_bandwidth_bytes_s[j]
-    # decode attention reads the whole context: 4·s·d FLOPs per token per layer = 2 × the causal forward
-    flops_s = 2.0 * seconds_per_gemm_flop + 2.0 * table.attention_s_per_token[j]
+    # decode attention over the mean context c: 4·c·d FLOPs per token per layer; the causal forward's
+    # attention_s_per_token is 2·s·d, so 2 × it × c/s
+    flops_s = 2.0 * seconds_per_gemm_flop + 2.0 * table.attention_s_per_token[j] * table.kv_read_fraction[j]
     compute_s = per_replica_batch * flops_s / (tp * DECODE_COMPUTE_EFFICIENCY)
     busy_s = np.maximum(memory_s, compute_s)
     message = per_replica_batch * hidden * ACTIVATION_COMM_BYTES
