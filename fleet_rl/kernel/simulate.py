@@ -25,10 +25,10 @@ Model (DESIGN.md §4; constants and sources in ``constants.py``):
 Simplifications, openly: one node (no inter-node links); no pipeline, context or sequence parallelism;
 every sequence holds a full ``seq_len`` KV cache (the memory a scheduler must reserve) and a step reads and
 attends over its mean context (prompt + half the output); prefill activations are not held in memory
-(chunked prefill); full recomputation only (no selective recomputation); the MFU curve, the per-layer decode cost, the stream
-and FP8 efficiencies and quality-loss figures are fits to published numbers (``fleet_rl/calibration.py``),
-not measurements of these jobs; communication is never overlapped with compute (FSDP's prefetching is not
-modelled); power is linear in the binding resource's share.
+(chunked prefill); full recomputation only (no selective recomputation); the MFU curve, the per-layer
+decode cost, the stream and FP8 efficiencies and quality-loss figures are fits to published numbers
+(``fleet_rl/calibration.py``), not measurements of these jobs; communication is never overlapped with
+compute (FSDP's prefetching is not modelled); power is linear in the binding resource's share.
 """
 
 from __future__ import annotations
