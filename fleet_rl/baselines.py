@@ -16,7 +16,8 @@
   formats by job kind and GPU support, memory first, GPUs by priority.
 - ``optimal``: the exact optimum (``solve``); 100 % by definition, a sanity check of the scoring path.
 
-Each is ``fn(scenario, seed) -> plan dict`` for whole-plan scenarios.
+Each is ``fn(scenario, seed) -> plan dict`` for whole-plan scenarios; ``heuristic`` also takes the
+``given_plan`` of a multi-agent request (the others' parts, which it keeps), the others plan blind to it.
 """
 
 from __future__ import annotations
@@ -132,14 +133,15 @@ def optimal(scenario: Scenario, seed: int = 0) -> dict:
     return solved_scenario(scenario).optimal_plan
 
 
-def heuristic(scenario: Scenario, seed: int = 0) -> dict:
-    """Formats by kind and GPU, memory first, GPUs by priority (``fleet_rl/heuristic.py``)."""
+def heuristic(scenario: Scenario, seed: int = 0, given_plan: dict | None = None) -> dict:
+    """Formats by kind and GPU, memory first, GPUs by priority (``fleet_rl/heuristic.py``); with
+    ``given_plan``, around the other jobs' given parts."""
     from fleet_rl.heuristic import heuristic as plan  # it asks the kernel, which imports scenarios
 
-    return plan(scenario, seed)
+    return plan(scenario, seed, given_plan=given_plan)
 
 
-BASELINES: dict[str, Callable[[Scenario, int], dict]] = {
+BASELINES: dict[str, Callable[..., dict]] = {
     "even_bf16": even_bf16,
     "heuristic": heuristic,
     "random": random_plan,

@@ -20,12 +20,17 @@ nothing the kernel computes about speed:
    most (the prompt's objective: priority × throughput share^0.75, throughput roughly proportional to
    GPUs).
 
+On a multi-agent request it is given the other jobs' parts (``given_plan``), as the prompt gives them: it
+keeps them and plans the rest within the GPUs they leave (``fleet_rl.training.dataset.planner_answer``).
+
 ``heuristic(scenario, seed)`` is deterministic (the seed is unused). It is the bar between ``even_bf16``
 (an even split in 16 bits) and ``optimal``: what learning must win beyond it needs reasoning about this
 cluster and these jobs.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from fleet_rl.catalog import MODULE_GROUPS
 from fleet_rl.kernel import SolvedScenario, evaluate
@@ -74,16 +79,21 @@ def _one_replica(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> dict
     return None
 
 
-def heuristic(scenario: Scenario, seed: int = 0) -> dict:
-    """Formats by kind, memory first, GPUs by priority (see the module docstring)."""
+def heuristic(scenario: Scenario, seed: int = 0, given_plan: Mapping | None = None) -> dict:
+    """Formats by kind, memory first, GPUs by priority (see the module docstring).
+
+    With ``given_plan`` (a multi-agent request: the other jobs' parts, as the prompt shows them), those
+    parts stay as given and only the other jobs are planned, within the GPUs the given parts leave."""
     solved = solved_scenario(scenario)
     half = "bf16" if scenario.gpu.supports("bf16") else "fp16"
     fp8 = scenario.gpu.supports("fp8")
-    parts = {job.id: _one_replica(solved, job, half, fp8) for job in scenario.jobs}
-    priority = {job.id: job.priority for job in scenario.jobs}
-    free = scenario.cluster.count
+    given = {part["id"]: dict(part) for part in (given_plan or {}).get("jobs", [])}
+    planned = [job for job in scenario.jobs if job.id not in given]
+    parts = {job.id: _one_replica(solved, job, half, fp8) for job in planned}
+    priority = {job.id: job.priority for job in planned}
+    free = scenario.cluster.count - sum(int(part.get("gpus", 0)) for part in given.values())
     placed: dict[str, int] = {}
-    for job in sorted(scenario.jobs, key=lambda job: -job.priority):  # one replica each, by priority
+    for job in sorted(planned, key=lambda job: -job.priority):  # one replica each, by priority
         part = parts[job.id]
         if part is not None and part["gpus"] <= free:
             placed[job.id] = part["gpus"]
@@ -102,6 +112,9 @@ def heuristic(scenario: Scenario, seed: int = 0) -> dict:
         free -= parts[best]["tensor_parallel"]
     plan = []
     for job in scenario.jobs:
+        if job.id in given:
+            plan.append(given[job.id])
+            continue
         part = parts[job.id]
         if job.id in placed:
             plan.append(part | {"gpus": placed[job.id]})

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from fleet_rl import TASKS, make_scenario
-from fleet_rl.baselines import even_bf16
+from fleet_rl.baselines import BASELINES, even_bf16
 from fleet_rl.heuristic import heuristic
 from fleet_rl.kernel import evaluate
+from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 from rewards import score_completions
 
@@ -64,3 +65,20 @@ def test_it_sits_between_even_bf16_and_the_optimum(task):
     even_scores = [evaluate(solved_scenario(s), even_bf16(s)).score for s in scenarios]
     assert np.mean(even_scores) + 0.1 < np.mean(heuristic_scores) < 1.0
     assert max(heuristic_scores) <= 1.0
+
+
+def test_on_a_multi_agent_request_it_keeps_the_given_parts_and_plans_within_the_gpus_they_leave():
+    """The prompt shows the agent the others' parts; the heuristic answers around them (through the same
+    ``planner_answer`` that eval.py's baselines use), so the merged plan never takes GPUs the others hold."""
+    from fleet_rl.training.dataset import planner_answer, scenario_rows
+
+    for row in scenario_rows(["multiagent"], 30, split="eval"):
+        given = json.loads(row["given_plan"])
+        scenario = Scenario.from_json(row["scenario"])
+        whole = heuristic(scenario, row["seed"], given_plan=given)
+        assert [part for part in whole["jobs"] if part["id"] != row["agent"]] == given["jobs"]
+        answer = planner_answer(BASELINES["heuristic"], row)
+        assert [part["id"] for part in answer["jobs"]] == [row["agent"]]
+        merged = {"jobs": [*given["jobs"], *answer["jobs"]]}
+        result = evaluate(solved_scenario(scenario), merged)
+        assert result.valid, result.reasons

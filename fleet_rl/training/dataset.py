@@ -36,6 +36,7 @@ For multi-agent rows every target is the agent's own part of the planner's whole
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
 from collections.abc import Callable, Sequence
@@ -137,11 +138,18 @@ def grpo_dataset(tasks: Sequence[str], num_prompts: int, **kwargs) -> Dataset:
     return Dataset.from_list(scenario_rows(tasks, num_prompts, **kwargs))
 
 
-def planner_answer(planner: Callable[[Scenario, int], dict], row: dict) -> dict:
+def planner_answer(planner: Callable[..., dict], row: dict) -> dict:
     """A planner's answer to one ``scenario_rows`` row: its plan for the row's scenario (seeded by the row's
     generator seed), cut to the agent's own part on multi-agent rows (``fleet_rl.multiagent.own_part``).
-    Warm-start targets and ``eval.py``'s baselines answer this way."""
-    return own_part(planner(Scenario.from_json(row["scenario"]), row["seed"]), row["agent"])
+    A planner with a ``given_plan`` parameter (``heuristic``) sees a multi-agent row's given parts, as the
+    prompt shows them; the others plan the whole scenario blind to them. Warm-start targets and
+    ``eval.py``'s baselines answer this way."""
+    scenario = Scenario.from_json(row["scenario"])
+    if row["agent"] and "given_plan" in inspect.signature(planner).parameters:
+        plan = planner(scenario, row["seed"], given_plan=json.loads(row["given_plan"]))
+    else:
+        plan = planner(scenario, row["seed"])
+    return own_part(plan, row["agent"])
 
 
 def sft_target_plan(row: dict, target: str) -> dict:
