@@ -157,8 +157,8 @@ def template_plan(scenario: Scenario, rule: str, settings: dict[int, Setting]) -
 
 
 def best_settings(scenarios: list[Scenario], rule: str) -> tuple[dict[int, Setting], float]:
-    """Per kind, the grid setting with the largest Σ value ÷ optimum over that kind's jobs under ``rule``;
-    and the mean score that sum predicts."""
+    """Per kind present in ``scenarios``, the grid setting with the largest Σ value ÷ optimum over that
+    kind's jobs under ``rule``; and the mean score that sum predicts."""
     solved = [solved_scenario(s) for s in scenarios]
     table = JobTable.concatenate([s.table for s in solved])
     reference = np.concatenate([s.reference_tokens_per_s for s in solved])
@@ -183,8 +183,6 @@ def best_settings(scenarios: list[Scenario], rule: str) -> tuple[dict[int, Setti
         sums = _setting_sums(table, reference, index[mine], gpus[mine], weight[mine], grid)
         best[kind] = grid[int(np.argmax(sums))]
         total += float(sums.max())
-    for kind in range(len(KINDS)):  # kinds absent from these scenarios: any setting
-        best.setdefault(kind, settings_grid(kind)[0])
     return best, total / len(scenarios)
 
 
