@@ -1,0 +1,60 @@
+"""Run the environment server: ``python -m fleet_rl.server [--host H] [--port P] [--no-web]``.
+
+One process (the environment is CPU-light: a step costs well under a millisecond of kernel time, so one
+event loop with openenv's per-session threads serves many sessions; ``benchmarks/server_load.py``
+measures it). WebSocket frames are capped at the request-body limit (``ws_max_size``; a larger frame closes
+that connection with code 1009 and the server goes on serving).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from fleet_rl.server.app import (
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TIMEOUT_S,
+    create_fleet_app,
+)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m fleet_rl.server", description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0 for every one)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, help="concurrent /ws sessions"
+    )
+    parser.add_argument(
+        "--session-timeout-s",
+        type=float,
+        default=DEFAULT_SESSION_TIMEOUT_S,
+        help="idle sessions are closed after this many seconds",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="largest HTTP body or WebSocket frame accepted",
+    )
+    parser.add_argument("--no-web", action="store_true", help="leave out the Gradio UI at /web")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    if args.max_sessions < 1 or args.max_body_bytes < 1024:
+        parser.error("--max-sessions must be >= 1 and --max-body-bytes >= 1024")
+
+    import uvicorn
+
+    app = create_fleet_app(
+        max_sessions=args.max_sessions,
+        session_timeout_s=args.session_timeout_s,
+        max_body_bytes=args.max_body_bytes,
+        web=not args.no_web,
+    )
+    uvicorn.run(
+        app, host=args.host, port=args.port, ws_max_size=args.max_body_bytes, log_level=args.log_level
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The server's app: openenv's app factory for the environment, plus the fleet routes and limits.
+
+``create_fleet_app()`` builds it with openenv (``create_web_interface_app``, which is ``create_app`` with the
+web UI; ``create_fastapi_app`` without): ``/reset``, ``/step``, ``/state``, ``/schema``, ``/metadata``,
+``/health``, WebSocket sessions at ``/ws`` (one ``FleetEnvironment`` each, up to ``max_sessions``, idle ones
+reaped after ``session_timeout_s``) and the Gradio UI at ``/web``. It adds ``/tasks``, ``/grader`` and
+``/baseline`` (``fleet_rl/server/routes.py``), a request-body limit (``fleet_rl/server/limits.py``), and
+exception handlers that turn the caller's mistakes into 4xx answers: ``EpisodeError`` (400 for a bad
+parameter, 409 for a step before reset or after done) and pydantic's ``ValidationError`` (422) where
+openenv's own routes let it through (the web UI's step).
+
+HTTP ``/reset`` and ``/step`` are stateless in openenv (each builds a fresh environment), so an episode runs
+over ``/ws``: ``fleet_rl.client.FleetEnv`` does that.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from openenv.core.env_server.http_server import create_fastapi_app
+from openenv.core.env_server.types import ConcurrencyConfig
+from pydantic import ValidationError
+
+from fleet_rl.env import EpisodeError, FleetAction, FleetEnvironment, FleetObservation, FleetState
+from fleet_rl.server.limits import BodySizeLimit
+from fleet_rl.server.routes import router
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT_S", "create_fleet_app"]
+
+DEFAULT_MAX_SESSIONS = 64
+DEFAULT_SESSION_TIMEOUT_S = 600.0
+DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a plan is at most 20,000 characters; a grader log at most 16 plans
+
+
+def create_fleet_app(
+    *,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    web: bool = True,
+) -> FastAPI:
+    """The fleet environment server's ASGI app (see the module docstring)."""
+    concurrency = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=session_timeout_s)
+    kwargs = dict(env_name="libratio_fleet", concurrency_config=concurrency, state_cls=FleetState)
+    if web:
+        from openenv.core.env_server.web_interface import create_web_interface_app  # imports gradio
+
+        app = create_web_interface_app(FleetEnvironment, FleetAction, FleetObservation, **kwargs)
+    else:
+        app = create_fastapi_app(FleetEnvironment, FleetAction, FleetObservation, **kwargs)
+    app.include_router(router)
+    app.add_exception_handler(EpisodeError, _episode_error)
+    app.add_exception_handler(ValidationError, _validation_error)
+    app.add_middleware(BodySizeLimit, max_body_bytes=max_body_bytes)
+    return app
+
+
+async def _episode_error(request: Request, error: EpisodeError) -> JSONResponse:
+    return JSONResponse(status_code=error.status_code, content={"detail": str(error)})
+
+
+async def _validation_error(request: Request, error: ValidationError) -> JSONResponse:
+    errors = error.errors(include_url=False, include_context=False, include_input=False)
+    return JSONResponse(status_code=422, content={"detail": errors})
