@@ -198,7 +198,7 @@ class FleetEnvironment(Environment[FleetAction, FleetObservation, FleetState]):
 
     @property
     def request(self) -> EpisodeRequest | None:
-        """The current episode's request (scenario, solved scenario, agent, given parts); None before reset."""
+        """The episode's request (scenario, solved scenario, agent, given parts); None before reset."""
         return self._request
 
     def get_metadata(self) -> EnvironmentMetadata:

@@ -47,9 +47,8 @@ class Verdict:
 
     def text(self, turn: int, max_turns: int) -> str:
         """The verdict as a few lines a model reads before revising its plan."""
-        lines = [
-            f"Turn {turn} of {max_turns}: reward {self.reward:.3f}, {self.percent_of_optimum:.1f} % of optimum."
-        ]
+        score = f"reward {self.reward:.3f}, {self.percent_of_optimum:.1f} % of optimum"
+        lines = [f"Turn {turn} of {max_turns}: {score}."]
         if self.parse_error:
             lines.append(f"No plan could be read from the answer ({self.parse_error}): {self.parse_detail}")
         if self.degenerate:

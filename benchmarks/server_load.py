@@ -1,0 +1,126 @@
+"""Load benchmark of the environment server; prints one JSON object measured in one run.
+
+    python benchmarks/server_load.py              # 1 and 16 sessions, ~30 s on 2 cores
+    python benchmarks/server_load.py --quick      # fewer steps, for a smoke test
+
+It starts ``python -m fleet_rl.server`` in a child process on 127.0.0.1 (no web UI) and drives it from this
+process with ``FleetEnv`` async clients (one WebSocket session each), at 1 session and at 16 concurrent
+sessions. Each session runs single-step episodes back to back: ``reset`` (task cycling easy / medium /
+hard / multiagent over a fixed pool of 24 seeds, so scenarios are solved once and then come from the
+server's cache, as in a long run) and one ``step`` with the heuristic's answer or a malformed one (one in
+four). Reported per level:
+
+- ``steps_per_s``: steps completed per second of wall time, sustained over the run (resets not counted;
+  ``episodes_per_s`` equals it, as every episode has one step);
+- ``step_p50_ms``/``step_p99_ms``: latency of one ``step`` round trip, seen by the client;
+- ``reset_p50_ms``: the same for ``reset``.
+
+The clients and the server share the machine (the report states its cores and CPU), so on 2 cores the
+figures are a floor for a server with a machine of its own. A warm-up pass first solves the pool's
+scenarios in the server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.machine import cpu_model  # noqa: E402
+from fleet_rl.baselines import heuristic  # noqa: E402
+from fleet_rl.client import FleetAction, FleetEnv  # noqa: E402
+from fleet_rl.prompts import format_answer  # noqa: E402
+from fleet_rl.scenario_generator import TASKS  # noqa: E402
+from fleet_rl.server.subprocess_server import server_process  # noqa: E402
+from fleet_rl.training.dataset import planner_answer  # noqa: E402
+
+POOL = [(TASKS[i % len(TASKS)], i) for i in range(24)]
+
+
+def _answers() -> dict[tuple[str, int], str]:
+    """The heuristic's answer per pool request, computed once here (the client's work is not measured)."""
+    from fleet_rl.env import FleetEnvironment
+
+    env, answers = FleetEnvironment(), {}
+    for task, seed in POOL:
+        observation = env.reset(task=task, seed=seed)
+        row = {
+            "scenario": observation.scenario,
+            "seed": seed,
+            "agent": observation.agent,
+            "given_plan": observation.given_plan,
+        }
+        answers[task, seed] = format_answer(planner_answer(heuristic, row))
+    return answers
+
+
+async def _session(base_url: str, index: int, steps: int, answers: dict, timings: dict) -> None:
+    async with FleetEnv(base_url=base_url, message_timeout_s=120) as env:
+        for k in range(steps):
+            task, seed = POOL[(index * 7 + k) % len(POOL)]
+            t0 = time.perf_counter()
+            await env.reset(task=task, seed=seed)
+            t1 = time.perf_counter()
+            answer = '{"jobs": [' if k % 4 == 3 else answers[task, seed]
+            await env.step(FleetAction(plan=answer))
+            t2 = time.perf_counter()
+            timings["reset"].append(t1 - t0)
+            timings["step"].append(t2 - t1)
+
+
+async def _level(base_url: str, sessions: int, steps_per_session: int, answers: dict) -> dict:
+    timings = {"reset": [], "step": []}
+    start = time.perf_counter()
+    await asyncio.gather(
+        *(_session(base_url, i, steps_per_session, answers, timings) for i in range(sessions))
+    )
+    wall_s = time.perf_counter() - start
+    step_ms = 1000 * np.array(timings["step"])
+    return {
+        "sessions": sessions,
+        "steps": len(step_ms),
+        "wall_s": round(wall_s, 2),
+        "steps_per_s": round(len(step_ms) / wall_s, 1),
+        "episodes_per_s": round(len(step_ms) / wall_s, 1),
+        "step_p50_ms": round(float(np.percentile(step_ms, 50)), 2),
+        "step_p99_ms": round(float(np.percentile(step_ms, 99)), 2),
+        "reset_p50_ms": round(float(np.percentile(1000 * np.array(timings["reset"]), 50)), 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke test)")
+    args = parser.parse_args(argv)
+    answers = _answers()
+    single_steps, multi_steps = (40, 5) if args.quick else (3000, 300)
+    with server_process(extra_args=("--max-sessions", "32")) as base_url:
+        asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # warm-up: solve the pool once
+        levels = [
+            asyncio.run(_level(base_url, 1, single_steps, answers)),
+            asyncio.run(_level(base_url, 16, multi_steps, answers)),
+        ]
+    report = {
+        "benchmark": "server_load",
+        "machine": {
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "note": "client and server on the same machine",
+        },
+        "levels": levels,
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
