@@ -20,7 +20,8 @@ step come back, so a killed run loses at most the steps since its last checkpoin
 and no API key, wandb runs offline (``WANDB_MODE=offline``; ``wandb sync`` uploads later).
 
 What happens, top to bottom: parse → check options (before any model loads) → [local model] → [SFT warm
-start] → dataset → policy (transformers+bitsandbytes+PEFT, or Unsloth) → GRPOTrainer.train → save adapter
+start] → dataset → policy (transformers+bitsandbytes+PEFT, or Unsloth) → [refinement episodes:
+environment_factory] → GRPOTrainer.train → save adapter
 and model card → [held-out evaluation → eval_report.json] → [push to hub].
 """
 
@@ -103,6 +104,20 @@ def use_offline_wandb_without_a_key(training_args: GRPOConfig) -> None:
             print("wandb: no API key found, logging offline (WANDB_MODE=offline; `wandb sync` uploads later)")
 
 
+def episode_environment(script_args: FleetScriptArguments, processing_class) -> dict:
+    """``episode_mode: refine``: TRL's ``environment_factory`` running one refinement episode per rollout
+    (fleet_rl/env/trl_environment.py), and a chat template with tool calls; single: nothing."""
+    if script_args.episode_mode != "refine":
+        return {}
+    from fleet_rl.env.trl_environment import FleetToolEnvironment, tool_chat_template
+
+    tool_chat_template(getattr(processing_class, "tokenizer", processing_class))
+    factory = functools.partial(
+        FleetToolEnvironment, script_args.refine_max_turns, script_args.refine_turn_cost
+    )
+    return {"environment_factory": factory}
+
+
 def main(argv: list[str] | None = None) -> dict:
     script_args, training_args, model_args = parse_args(argv)
     use_offline_wandb_without_a_key(training_args)
@@ -139,6 +154,7 @@ def main(argv: list[str] | None = None) -> dict:
         reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
         args=training_args,
         train_dataset=dataset,
+        **episode_environment(script_args, policy["processing_class"]),
         **policy,
     )
     if "wandb" in (training_args.report_to or []):

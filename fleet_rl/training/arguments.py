@@ -52,6 +52,20 @@ class FleetScriptArguments:
         default_factory=lambda: ["fleet_reward"],
         metadata={"help": "Reward functions: names in rewards.REWARD_FUNCS or dotted import paths."},
     )
+    episode_mode: str = field(
+        default="single",
+        metadata={
+            "help": "single: one answer per prompt, scored by reward_funcs; refine: a refinement episode per "
+            "rollout (TRL environment_factory, fleet_rl/env/trl_environment.py): the model may check drafts "
+            "with the check_plan tool before its answer; reward_funcs must include refinement_reward."
+        },
+    )
+    refine_max_turns: int = field(
+        default=3, metadata={"help": "refine: turns per episode (checks + the answer), 2 to 16."}
+    )
+    refine_turn_cost: float = field(
+        default=0.01, metadata={"help": "refine: reward taken per check before the answer, 0 to 0.1."}
+    )
     backend: str = field(
         default="transformers",
         metadata={"help": f"Model loading backend, one of {', '.join(BACKENDS)} (unsloth needs a CUDA GPU)."},

@@ -14,9 +14,16 @@ from fleet_rl.prompts import PROMPT_STYLES
 from fleet_rl.smollm2 import SmolLM2Error, check_smollm2
 from fleet_rl.training.arguments import BACKENDS, LOCAL_MODELS, SFT_TARGETS, FleetScriptArguments
 from fleet_rl.training.dataset import check_task_mix
-from fleet_rl.training.reward_resolution import resolve_reward_funcs
+from fleet_rl.training.reward_resolution import EPISODE_REWARD, resolve_reward_funcs
 
-__all__ = ["GPU_INSTALL_HINT", "batch_hint", "check_local_model", "check_options"]
+__all__ = [
+    "EPISODE_MODES",
+    "GPU_INSTALL_HINT",
+    "batch_hint",
+    "check_episode_mode",
+    "check_local_model",
+    "check_options",
+]
 
 GPU_INSTALL_HINT = "pip install -c constraints/gpu.txt -e '.[gpu]' on a machine with an NVIDIA GPU"
 
@@ -107,6 +114,35 @@ def check_options(
         and script_args.backend == "unsloth"
     ):
         raise ValueError("the SFT warm start is for the transformers backend; set sft_steps 0 with unsloth")
+    check_episode_mode(script_args, training_args)
     if script_args.curriculum and getattr(training_args, "shuffle_dataset", False):
         training_args.shuffle_dataset = False  # a curriculum is an order: keep it
     return reward_funcs
+
+
+EPISODE_MODES = ("single", "refine")
+
+
+def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
+    """``episode_mode`` and its reward agree; in refine mode, TRL's tool loop is bounded by the checks."""
+    if script_args.episode_mode not in EPISODE_MODES:
+        raise ValueError(
+            f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
+        )
+    refine = script_args.episode_mode == "refine"
+    if refine != (EPISODE_REWARD in script_args.reward_funcs):
+        raise ValueError(
+            f"episode_mode 'refine' goes with reward_funcs [{EPISODE_REWARD}] (the episode reward) and "
+            f"{EPISODE_REWARD} only with episode_mode 'refine'; got episode_mode "
+            f"{script_args.episode_mode!r} and reward_funcs {list(script_args.reward_funcs)}"
+        )
+    if not refine:
+        return
+    if not 2 <= script_args.refine_max_turns <= 16:
+        raise ValueError(
+            f"refine_max_turns must be 2 to 16 (a check and an answer), got {script_args.refine_max_turns}"
+        )
+    if not 0.0 <= script_args.refine_turn_cost <= 0.1:
+        raise ValueError(f"refine_turn_cost must be in [0, 0.1], got {script_args.refine_turn_cost}")
+    if getattr(training_args, "max_tool_calling_iterations", 0) is None:
+        training_args.max_tool_calling_iterations = script_args.refine_max_turns - 1

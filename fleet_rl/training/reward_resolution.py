@@ -1,4 +1,6 @@
-"""Resolve reward function names from a config: ``rewards.REWARD_FUNCS`` first, then dotted import paths."""
+"""Resolve reward function names from a config: ``rewards.REWARD_FUNCS`` first, then ``refinement_reward``
+(the episode reward of ``episode_mode: refine``, which lives beside its environment), then dotted import
+paths."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ from collections.abc import Callable, Sequence
 
 from rewards import REWARD_FUNCS
 
-__all__ = ["resolve_reward_funcs"]
+__all__ = ["EPISODE_REWARD", "resolve_reward_funcs"]
+
+EPISODE_REWARD = "refinement_reward"  # fleet_rl.env.trl_environment.refinement_reward
 
 
 def _import_dotted(path: str) -> Callable:
@@ -32,11 +36,15 @@ def resolve_reward_funcs(names: Sequence[str]) -> list[Callable]:
     for name in names:
         if name in REWARD_FUNCS:
             funcs.append(REWARD_FUNCS[name])
+        elif name == EPISODE_REWARD:
+            from fleet_rl.env.trl_environment import refinement_reward  # imports openenv: only when asked
+
+            funcs.append(refinement_reward)
         elif "." in name:
             funcs.append(_import_dotted(name))
         else:
             raise ValueError(
                 f"unknown reward function {name!r}; valid names: {', '.join(REWARD_FUNCS)}, "
-                "or a dotted import path such as my_package.my_module.my_reward"
+                f"{EPISODE_REWARD}, or a dotted import path such as my_package.my_module.my_reward"
             )
     return funcs

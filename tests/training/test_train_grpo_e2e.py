@@ -152,3 +152,16 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(first_run):
     state = json.loads((output / f"checkpoint-{saved + 2}" / "trainer_state.json").read_text())
     assert state["global_step"] == saved + 2
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == list(range(1, saved + 3))
+
+
+def test_refinement_episodes_train_through_environment_factory(tmp_path):
+    """``episode_mode: refine``: TRL's environment_factory runs a FleetToolEnvironment per rollout, the tool
+    loop is on, and the episode reward is what GRPO optimises."""
+    run_train(
+        tmp_path, "--max_steps", "2", "--episode_mode", "refine", "--reward_funcs", "refinement_reward",
+        "--reward_weights", "1.0", "--refine_max_turns", "3", "--eval_scenarios", "0", "--report_to", "none",
+    )  # fmt: skip
+    state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    logged = {key for entry in state["log_history"] for key in entry}
+    assert {"rewards/refinement_reward/mean", "tools/call_frequency", "refine/checks_per_episode"} <= logged

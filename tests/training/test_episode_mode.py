@@ -1,0 +1,48 @@
+"""``episode_mode`` options: checked before any model loads, with the option to change named."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from fleet_rl.training.arguments import FleetScriptArguments
+from fleet_rl.training.checks import check_episode_mode
+
+
+def _args(**overrides) -> FleetScriptArguments:
+    return FleetScriptArguments(**overrides)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"episode_mode": "loop"}, "unknown episode_mode 'loop'; valid: single, refine"),
+        ({"episode_mode": "refine"}, "episode_mode 'refine' goes with reward_funcs \\[refinement_reward\\]"),
+        ({"reward_funcs": ["refinement_reward"]}, "refinement_reward only with episode_mode 'refine'"),
+        (
+            {"episode_mode": "refine", "reward_funcs": ["refinement_reward"], "refine_max_turns": 1},
+            "refine_max_turns must be 2 to 16",
+        ),
+        (
+            {"episode_mode": "refine", "reward_funcs": ["refinement_reward"], "refine_turn_cost": 0.5},
+            "refine_turn_cost must be in \\[0, 0.1\\]",
+        ),
+    ],
+)
+def test_inconsistent_options_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        check_episode_mode(_args(**overrides), SimpleNamespace(max_tool_calling_iterations=None))
+
+
+def test_refine_bounds_the_tool_loop_by_the_checks_it_allows():
+    training_args = SimpleNamespace(max_tool_calling_iterations=None)
+    args = _args(
+        episode_mode="refine", reward_funcs=["refinement_reward", "format_reward"], refine_max_turns=4
+    )
+    check_episode_mode(args, training_args)
+    assert training_args.max_tool_calling_iterations == 3
+    training_args = SimpleNamespace(max_tool_calling_iterations=1)  # a user's own bound is kept
+    check_episode_mode(args, training_args)
+    assert training_args.max_tool_calling_iterations == 1
+    check_episode_mode(_args(), SimpleNamespace(max_tool_calling_iterations=None))  # single: nothing to do
