@@ -106,14 +106,18 @@ def use_offline_wandb_without_a_key(training_args: GRPOConfig) -> None:
 
 def episode_environment(script_args: FleetScriptArguments, processing_class) -> dict:
     """``episode_mode: refine``: TRL's ``environment_factory`` running one refinement episode per rollout
-    (fleet_rl/env/trl_environment.py), and a chat template with tool calls; single: nothing."""
+    (fleet_rl/env/trl_environment.py; on the ``env_base_urls`` servers if given), and a chat template with
+    tool calls; single: nothing."""
     if script_args.episode_mode != "refine":
         return {}
     from fleet_rl.env.trl_environment import FleetToolEnvironment, tool_chat_template
 
     tool_chat_template(getattr(processing_class, "tokenizer", processing_class))
     factory = functools.partial(
-        FleetToolEnvironment, script_args.refine_max_turns, script_args.refine_turn_cost
+        FleetToolEnvironment,
+        script_args.refine_max_turns,
+        script_args.refine_turn_cost,
+        base_urls=tuple(script_args.env_base_urls),
     )
     return {"environment_factory": factory}
 

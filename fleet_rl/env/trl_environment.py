@@ -17,14 +17,21 @@
 The tool needs a chat template that renders tool calls and a response parser for them
 (``trl.chat_template_utils.add_response_schema``: Llama 3.1, Qwen 2.5/3 and a few more);
 ``tool_chat_template`` gives local models one (``train_grpo.py`` applies it).
+
+Scale-out: with ``base_urls`` the episodes run on environment servers (``python -m fleet_rl.server`` on
+machines without a GPU), each instance holding one WebSocket session (``fleet_rl.client.FleetEnv``) on the
+server after the one the previous instance took (round robin), while the trainer generates, e.g. with vLLM
+in server mode. The rewards are the same (the server scores with the same code; ``tests/server``).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Sequence
 
 from fleet_rl.env.environment import DEFAULT_MAX_TURNS, DEFAULT_TURN_COST, FleetEnvironment
-from fleet_rl.env.models import FleetAction
+from fleet_rl.env.models import FleetAction, FleetObservation, FleetState
 from rewards.parsing import MAX_COMPLETION_CHARS, completion_text
 
 __all__ = ["FleetToolEnvironment", "refinement_reward", "tool_chat_template"]
@@ -34,14 +41,22 @@ class FleetToolEnvironment:
     """One refinement episode per rollout for TRL's ``environment_factory`` (see the module docstring).
     TRL offers the model every public method but ``reset`` as a tool, so the rest is private."""
 
-    def __init__(self, max_turns: int = DEFAULT_MAX_TURNS, turn_cost: float = DEFAULT_TURN_COST) -> None:
+    def __init__(
+        self,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        turn_cost: float = DEFAULT_TURN_COST,
+        base_urls: Sequence[str] = (),
+    ) -> None:
         if max_turns < 2:
             raise ValueError(
                 f"a refinement episode needs max_turns >= 2 (a check and an answer), got {max_turns}"
             )
         self._max_turns = max_turns
         self._turn_cost = turn_cost
-        self._env = FleetEnvironment()
+        if base_urls:  # a session on a server, round robin over the servers
+            self._env = _RemoteEpisodes(base_urls[next(_ROUND_ROBIN) % len(base_urls)])
+        else:
+            self._env = FleetEnvironment()
 
     def reset(self, **row) -> str:
         """Start the episode of dataset row ``row``; return the tool instructions for the prompt."""
@@ -90,6 +105,41 @@ class FleetToolEnvironment:
     def checks(self) -> int:
         """Drafts checked so far (the final answer not counted)."""
         return len(self._env.state.plan_rewards) - int(self._env.state.done)
+
+
+_ROUND_ROBIN = itertools.count()
+
+
+class _RemoteEpisodes:
+    """The ``FleetEnvironment`` calls this module makes, over one WebSocket session to a server; connects
+    on first use (TRL builds instances before it runs them)."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self._client = None
+        self._state = FleetState()
+
+    def _session(self):
+        if self._client is None:
+            from fleet_rl.client import FleetEnv
+
+            self._client = FleetEnv(base_url=self.base_url).sync()
+            self._client.connect()
+        return self._client
+
+    def reset(self, **kwargs) -> FleetObservation:
+        observation = self._session().reset(**kwargs).observation
+        self._state = self._client.state()
+        return observation
+
+    def step(self, action: FleetAction) -> FleetObservation:
+        observation = self._session().step(action).observation
+        self._state = self._client.state()
+        return observation
+
+    @property
+    def state(self) -> FleetState:
+        return self._state
 
 
 def refinement_reward(completions, environments=None, **kwargs) -> list[float]:

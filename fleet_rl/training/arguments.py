@@ -66,6 +66,13 @@ class FleetScriptArguments:
     refine_turn_cost: float = field(
         default=0.01, metadata={"help": "refine: reward taken per check before the answer, 0 to 0.1."}
     )
+    env_base_urls: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "refine: run the episodes on these environment servers (python -m fleet_rl.server on "
+            "machines without a GPU; round robin) instead of in the trainer process."
+        },
+    )
     backend: str = field(
         default="transformers",
         metadata={"help": f"Model loading backend, one of {', '.join(BACKENDS)} (unsloth needs a CUDA GPU)."},

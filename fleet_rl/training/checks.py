@@ -130,6 +130,11 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
         )
     refine = script_args.episode_mode == "refine"
+    if script_args.env_base_urls and not refine:
+        raise ValueError("env_base_urls serves refinement episodes: set episode_mode 'refine' too")
+    for url in script_args.env_base_urls:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"env_base_urls: {url!r} is not an http(s) URL (e.g. http://10.0.0.5:8000)")
     if refine != (EPISODE_REWARD in script_args.reward_funcs):
         raise ValueError(
             f"episode_mode 'refine' goes with reward_funcs [{EPISODE_REWARD}] (the episode reward) and "

@@ -46,3 +46,11 @@ def test_refine_bounds_the_tool_loop_by_the_checks_it_allows():
     check_episode_mode(args, training_args)
     assert training_args.max_tool_calling_iterations == 1
     check_episode_mode(_args(), SimpleNamespace(max_tool_calling_iterations=None))  # single: nothing to do
+
+
+def test_env_base_urls_need_refine_and_urls():
+    with pytest.raises(ValueError, match="set episode_mode 'refine' too"):
+        check_episode_mode(_args(env_base_urls=["http://a:8000"]), SimpleNamespace())
+    args = _args(episode_mode="refine", reward_funcs=["refinement_reward"], env_base_urls=["a:8000"])
+    with pytest.raises(ValueError, match="'a:8000' is not an http"):
+        check_episode_mode(args, SimpleNamespace(max_tool_calling_iterations=None))
