@@ -7,6 +7,8 @@
     python eval.py --baseline random --tasks hard --output reports/random_hard.json
     python eval.py --local_model smollm2 --tasks easy medium --prompt_style compact   # SmolLM2 itself
     python eval.py --model runs/smollm2_cpu --local_model smollm2 --tasks easy medium --prompt_style compact
+    python eval.py --policies openai:my-model,heuristic --base_url http://127.0.0.1:8000/v1 \
+        --api_key_env OPENAI_API_KEY --num_scenarios 32 --output_dir reports/endpoint
 
 Scenarios come from the generator's ``eval`` split (held-out GPUs and model); answers are scored with the
 training rewards (``rewards.score_completions`` / ``fleet_reward``), so numbers are comparable across
@@ -18,7 +20,10 @@ path if that is missing. Baselines (``fleet_rl/baselines.py``) need no model; fo
 answer with their part for the agent's job. ``--policies`` evaluates several (baseline names and model
 directories, comma-separated, loaded with the same flags) on the same scenarios and writes
 ``report.json``, ``report.md`` and ``percent_of_optimum.png`` to ``--output_dir``
-(``fleet_rl/evaluation_report.py`` documents the keys).
+(``fleet_rl/evaluation_report.py`` documents the keys). ``openai:<model name>`` in ``--policies`` is a model
+behind an OpenAI-compatible endpoint at ``--base_url`` (``fleet_rl/endpoint_policy.py``: the same prompts and
+rewards, bounded concurrency, timeouts, retries; the key from the environment variable ``--api_key_env``
+names; its answers are kept in ``<output_dir>/answers/`` so a rerun asks only what is missing).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 from trl import TrlParser
 
 from fleet_rl.baselines import BASELINES
+from fleet_rl.endpoint_policy import ENDPOINT_PREFIX, EndpointSettings, evaluate_endpoint
 from fleet_rl.evaluation_report import REPORT_FILES, RUN_FILE, markdown, write_report
 from fleet_rl.run_curves import trainer_state
 from fleet_rl.scenario_generator import TASKS
@@ -72,6 +78,22 @@ class EvalArguments:
         },
     )
     output: str | None = field(default=None, metadata={"help": "Also write the report to this JSON file."})
+    base_url: str | None = field(
+        default=None, metadata={"help": "openai:<model> policies: the endpoint, e.g. http://127.0.0.1:8000/v1."}
+    )
+    api_key_env: str = field(
+        default="OPENAI_API_KEY",
+        metadata={"help": "openai:<model> policies: the environment variable holding the API key."},
+    )
+    temperature: float = field(default=0.0, metadata={"help": "openai:<model> policies: temperature."})
+    max_tokens: int | None = field(
+        default=None, metadata={"help": "openai:<model> policies: answer budget (default: --max_new_tokens)."}
+    )
+    concurrency: int = field(default=8, metadata={"help": "openai:<model> policies: requests in flight."})
+    request_timeout_s: float = field(default=120.0, metadata={"help": "openai:<model>: seconds per request."})
+    max_retries: int = field(
+        default=4, metadata={"help": "openai:<model> policies: retries on errors, timeouts, 429 and 5xx."}
+    )
 
 
 def evaluate_baseline(args: EvalArguments) -> dict:
@@ -156,6 +178,33 @@ def evaluate_model(args: EvalArguments) -> dict:
     )
 
 
+def endpoint_settings(args: EvalArguments, name: str) -> EndpointSettings:
+    """The ``EndpointSettings`` of policy ``openai:<model>`` from the flags."""
+    return EndpointSettings(
+        model=name.removeprefix(ENDPOINT_PREFIX),
+        base_url=args.base_url or "",
+        api_key_env=args.api_key_env,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens or args.max_new_tokens,
+        concurrency=args.concurrency,
+        timeout_s=args.request_timeout_s,
+        max_retries=args.max_retries,
+    )
+
+
+def evaluate_endpoint_policy(args: EvalArguments, name: str) -> dict:
+    """Policy ``openai:<model>``: its answers to the held-out rows, kept in ``<output_dir>/answers/``."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name.removeprefix(ENDPOINT_PREFIX))
+    return evaluate_endpoint(
+        endpoint_settings(args, name),
+        num_scenarios=args.num_scenarios,
+        tasks=args.tasks,
+        prompt_style=args.prompt_style,
+        dataset_seed=args.dataset_seed,
+        answers_file=Path(args.output_dir, "answers", f"{safe}.jsonl"),
+    )
+
+
 def _free_accelerator_memory() -> None:
     import gc
 
@@ -173,13 +222,18 @@ def policy_kinds(names: str) -> list[tuple[str, str]]:
         raise ValueError("--policies is empty; give baseline names or model directories, comma-separated")
     kinds = []
     for name in policies:
-        if name in BASELINES:
+        if name.startswith(ENDPOINT_PREFIX):
+            if name == ENDPOINT_PREFIX:
+                raise ValueError(f"{name!r} names no model; write {ENDPOINT_PREFIX}<model name>")
+            kinds.append((name, "endpoint"))
+        elif name in BASELINES:
             kinds.append((name, "baseline"))
         elif Path(name).is_dir():
             kinds.append((name, "model"))
         else:
             raise ValueError(
-                f"unknown policy {name!r}: neither a baseline ({', '.join(BASELINES)}) nor a model directory"
+                f"unknown policy {name!r}: neither a baseline ({', '.join(BASELINES)}), a model directory "
+                f"nor {ENDPOINT_PREFIX}<model name>"
             )
     return kinds
 
@@ -194,6 +248,8 @@ def evaluate_policies(args: EvalArguments, kinds: list[tuple[str, str]]) -> dict
         try:
             if kind == "baseline":
                 summary = evaluate_baseline(replace(args, baseline=name))
+            elif kind == "endpoint":
+                summary = evaluate_endpoint_policy(args, name)
             else:
                 summary = evaluate_model(replace(args, model=name))
             policies.append({"name": name, "kind": kind, "summary": summary})
@@ -232,6 +288,11 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error("--policies writes a report: give --output_dir")
         try:
             kinds = policy_kinds(args.policies)
+            for name, kind in kinds:
+                if kind == "endpoint":
+                    if not args.base_url:
+                        raise ValueError(f"policy {name!r} needs --base_url (e.g. http://127.0.0.1:8000/v1)")
+                    endpoint_settings(args, name)  # every flag checked before anything runs
             if args.run is not None:
                 trainer_state(args.run)  # before any policy is evaluated: a clear error, nothing written
         except (ValueError, FileNotFoundError) as error:

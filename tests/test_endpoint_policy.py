@@ -1,0 +1,141 @@
+"""The endpoint policy against a fake OpenAI-compatible server: scores equal to the same answers scored
+in process, bounded concurrency, retries, timeouts, failures per item, resumable answers, no key leaks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval import main as eval_main
+from fleet_rl.baselines import heuristic
+from fleet_rl.endpoint_policy import EndpointError, EndpointSettings, answer_prompts, evaluate_endpoint
+from fleet_rl.prompts import format_answer
+from fleet_rl.scenario import Scenario
+from fleet_rl.server.subprocess_server import free_port
+from fleet_rl.training.dataset import scenario_rows
+from fleet_rl.training.heldout import EVAL_DATASET_SEED, summarise
+from tests.fake_openai_server import FakeOpenAI
+
+TASKS = ["easy", "medium"]
+SECRET = "sk-test-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeOpenAI() as server:
+        yield server
+
+
+def _settings(fake, model: str, **overrides) -> EndpointSettings:
+    return EndpointSettings(model=model, base_url=fake.base_url, **{"max_retries": 1, **overrides})
+
+
+def _evaluate(settings, tmp_path=None, **kwargs):
+    return evaluate_endpoint(
+        settings, num_scenarios=6, tasks=TASKS, prompt_style="compact",
+        answers_file=None if tmp_path is None else tmp_path / "answers.jsonl", **kwargs,
+    )  # fmt: skip
+
+
+def test_answers_are_scored_like_the_same_answers_in_process(fake):
+    summary = _evaluate(_settings(fake, "heuristic", concurrency=3))
+    rows = scenario_rows(TASKS, 6, dataset_seed=EVAL_DATASET_SEED, split="eval", prompt_style="compact")
+    answers = [format_answer(heuristic(Scenario.from_json(row["scenario"]))) for row in rows]
+    expected = summarise(rows, answers, [20] * len(rows))
+    for key in ("mean_percent_of_optimum", "mean_fleet_reward", "valid_plan_rate", "feasible_rate"):
+        assert summary[key] == pytest.approx(expected[key])
+    assert summary["usage"] == {
+        "requests": 6,
+        "failed_requests": 0,
+        "prompt_tokens": 600,
+        "completion_tokens": 120,
+    }
+    assert summary["mean_completion_tokens"] == 20 and summary["errors"] == []
+    assert fake.in_flight_max <= 3
+
+
+def test_prose_and_empty_answers_score_zero_without_raising(fake):
+    prose = _evaluate(_settings(fake, "prose"))
+    assert prose["mean_percent_of_optimum"] == 0.0 and prose["valid_plan_rate"] == 0.0
+    assert prose["usage"]["failed_requests"] == 0
+    empty = _evaluate(_settings(fake, "empty"))
+    assert empty["mean_fleet_reward"] == 0.0 and empty["usage"]["failed_requests"] == 6
+    assert {error["error"] for error in empty["errors"]} == {"the response has no text"}
+
+
+def test_a_429_on_first_try_is_retried_with_backoff(fake):
+    summary = _evaluate(_settings(fake, "flaky", max_retries=2))
+    assert summary["usage"]["failed_requests"] == 0 and summary["mean_percent_of_optimum"] > 0
+    assert fake.requests["flaky"] == 12  # each prompt: one 429, then the answer
+
+
+def test_a_429_storm_or_a_dead_endpoint_stops_with_a_clear_message(fake, tmp_path):
+    with pytest.raises(EndpointError, match=r"every request to .* failed: RateLimitError 429"):
+        _evaluate(_settings(fake, "rate-limited", max_retries=1), tmp_path)
+    assert fake.requests["rate-limited"] == 12  # 6 prompts x (1 try + 1 retry)
+    dead = EndpointSettings(model="m", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
+    with pytest.raises(EndpointError, match="APIConnectionError"):
+        _evaluate(dead)
+
+
+def test_a_timeout_is_a_zero_for_that_item_and_a_clear_error(fake):
+    settings = _settings(fake, "slow", timeout_s=0.5, max_retries=0)
+    with pytest.raises(EndpointError, match="APITimeoutError"):
+        answer_prompts([[{"role": "user", "content": "hi"}]], settings)
+
+
+def test_answers_are_kept_as_they_arrive_and_a_rerun_asks_only_what_is_missing(fake, tmp_path):
+    settings = _settings(fake, "heuristic")
+    first = _evaluate(settings, tmp_path)
+    asked = fake.requests["heuristic"]
+    lines = (tmp_path / "answers.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    (tmp_path / "answers.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])  # cut short
+    again = _evaluate(settings, tmp_path)
+    assert fake.requests["heuristic"] == asked + 3
+    assert again["mean_percent_of_optimum"] == pytest.approx(first["mean_percent_of_optimum"])
+
+
+def test_the_key_is_sent_but_never_written(fake, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FLEET_TEST_KEY", SECRET)
+    output = tmp_path / "report"
+    report = eval_main([
+        "--policies", "openai:echo-key,heuristic", "--base_url", fake.base_url,
+        "--api_key_env", "FLEET_TEST_KEY", "--max_retries", "0", "--num_scenarios", "4",
+        "--tasks", "easy", "--prompt_style", "compact", "--output_dir", str(output),
+    ])  # fmt: skip
+    endpoint, baseline = report["policies"]
+    assert "AuthenticationError 401" in endpoint["error"] and "***" in endpoint["error"]
+    assert "summary" in baseline  # the other policy went on
+    written = "".join(path.read_text(errors="ignore") for path in output.rglob("*") if path.is_file())
+    assert SECRET not in written and SECRET not in json.dumps(report)
+    assert SECRET not in capsys.readouterr().err
+
+
+def test_eval_reports_an_endpoint_beside_baselines(fake, tmp_path):
+    output = tmp_path / "report"
+    report = eval_main([
+        "--policies", "openai:heuristic,even_bf16", "--base_url", fake.base_url, "--num_scenarios", "4",
+        "--tasks", "easy", "--prompt_style", "compact", "--output_dir", str(output),
+    ])  # fmt: skip
+    endpoint = report["policies"][0]
+    assert endpoint["kind"] == "endpoint" and endpoint["summary"]["usage"]["requests"] == 4
+    assert "`openai:heuristic`" in (output / "report.md").read_text()
+    assert (output / "answers" / "heuristic.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--policies", "openai:m"], "needs --base_url"),
+        (["--policies", "openai:"], "names no model"),
+        (["--policies", "openai:m", "--base_url", "localhost:8000"], "must be an http"),
+        (["--policies", "openai:m", "--base_url", "http://x/v1", "--temperature", "3"], "temperature"),
+        (["--policies", "openai:m", "--base_url", "http://x/v1", "--concurrency", "0"], "concurrency"),
+    ],
+)
+def test_bad_endpoint_flags_are_usage_errors(flags, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        eval_main([*flags, "--output_dir", str(tmp_path)])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
