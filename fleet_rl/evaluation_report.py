@@ -7,13 +7,15 @@
 held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries here. ``write_report`` writes
 
 - ``report.json``: ``{"scenarios": {"split", "tasks", "num_scenarios", "dataset_seed"}, "policies":
-  [{"name", "kind" ("baseline" or "model"), "summary"}]}``. Each summary is what
+  [{"name", "kind" ("baseline", "model" or "endpoint"), "summary"}]}``. Each summary is what
   ``fleet_rl.training.heldout.summarise`` returns, overall and ``per_task``: ``num_scenarios``,
   ``mean_percent_of_optimum`` (IRD plans count 0), ``mean_kernel_percent_of_optimum``,
   ``mean_fleet_reward``, ``valid_plan_rate``, ``feasible_rate``, ``crash_rate`` and ``oom_rate`` /
   ``unsupported_rate`` / ``unstable_rate``, ``ird_rate``, and for model policies
-  ``mean_completion_tokens`` (plus a few ``samples``). A policy that failed has ``"error"`` (the message)
-  instead of a summary;
+  ``mean_completion_tokens`` (plus a few ``samples``); an endpoint policy (``openai:<model>``,
+  ``fleet_rl/endpoint_policy.py``) adds ``usage`` (requests, failed_requests, prompt_tokens,
+  completion_tokens), ``errors`` (its first failed items) and ``endpoint`` (model, base_url, temperature,
+  max_tokens; never the key). A policy that failed has ``"error"`` (the message) instead of a summary;
 - ``report.md``: the table a person reads, % of optimum per tier and the rates, policies in the order given;
 - ``percent_of_optimum.png``: % of optimum by policy and tier (grouped bars);
 - with a training run (``--run DIR``): ``report.json``'s ``"run"``, ``{"dir", "global_step", "curves":
