@@ -3,8 +3,9 @@
 Its behaviour is picked by the request's model name: ``heuristic`` answers the heuristic baseline's plan for
 the scenario in a compact-style prompt; ``prose`` answers without a plan; ``empty`` with no text; ``slow``
 after 3 s; ``rate-limited`` always 429; ``flaky`` 429 on a prompt's first request, then ``heuristic``;
-``echo-key`` 401 quoting the Authorization header it received (as a careless server might). ``requests``
-counts the requests per model; ``in_flight_max`` the most requests it held at once.
+``flaky-503`` the same with 503; ``echo-key`` 401 quoting the Authorization header it received (as a
+careless server might). ``requests`` counts the requests per model; ``in_flight_max`` the most requests it
+held at once.
 """
 
 from __future__ import annotations
@@ -69,11 +70,12 @@ class FakeOpenAI:
                 return _completion(model, "{}")
             if model == "rate-limited":
                 return JSONResponse({"error": {"message": "slow down"}}, status_code=429)
-            if model == "flaky":
-                key = json.dumps(messages)
+            if model in ("flaky", "flaky-503"):
+                key = model + json.dumps(messages)
                 if key not in self.seen:
                     self.seen.add(key)
-                    return JSONResponse({"error": {"message": "busy"}}, status_code=429)
+                    status = 429 if model == "flaky" else 503
+                    return JSONResponse({"error": {"message": "busy"}}, status_code=status)
                 return _completion(model, _heuristic_answer(messages))
             if model == "echo-key":
                 header = request.headers.get("authorization", "")

@@ -64,10 +64,11 @@ def test_prose_and_empty_answers_score_zero_without_raising(fake):
     assert {error["error"] for error in empty["errors"]} == {"the response has no text"}
 
 
-def test_a_429_on_first_try_is_retried_with_backoff(fake):
-    summary = _evaluate(_settings(fake, "flaky", max_retries=2))
+@pytest.mark.parametrize("model", ["flaky", "flaky-503"])
+def test_a_429_or_5xx_on_first_try_is_retried_with_backoff(fake, model):
+    summary = _evaluate(_settings(fake, model, max_retries=2))
     assert summary["usage"]["failed_requests"] == 0 and summary["mean_percent_of_optimum"] > 0
-    assert fake.requests["flaky"] == 12  # each prompt: one 429, then the answer
+    assert fake.requests[model] == 12  # each prompt: one 429 (or 503), then the answer
 
 
 def test_a_429_storm_or_a_dead_endpoint_stops_with_a_clear_message(fake, tmp_path):
