@@ -12,6 +12,12 @@
   drawn uniformly, and only the fields the job's kind reads. Each job is placed, so the kernel says what
   went wrong (an unsupported format, memory, stability) instead of "idle": a warm-start target that
   teaches the answer format and leaves every planning decision to be learned (``sft_target: random_split``).
+- ``random_feasible``: ``random_split`` drawn again (up to 256 draws, from ``Random(seed)``) until no job it
+  places fails in the kernel (no unsupported format, no out-of-memory, no unstable numerics), the last draw
+  if none does. A random plan among those that run: it knows what runs, not what runs well, so a warm start
+  on it (``sft_target: random_feasible``) leaves GRPO the whole efficiency question with a reward that
+  varies (on the redrawn tiers of issue #11 nearly every ``random_split`` draw fails a job, so a policy that
+  imitates it gets the same low reward for every answer and GRPO sees no signal).
 - ``heuristic``: the plan a good engineer writes by hand from the prompt's facts (``fleet_rl/heuristic.py``):
   formats by job kind and GPU support, memory first, GPUs by priority.
 - ``optimal``: the exact optimum (``solve``); 100 % by definition, a sanity check of the scoring path.
@@ -29,7 +35,7 @@ from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Scenario
 
-__all__ = ["BASELINES", "even_bf16", "heuristic", "optimal", "random_plan", "random_split"]
+__all__ = ["BASELINES", "even_bf16", "heuristic", "optimal", "random_feasible", "random_plan", "random_split"]
 
 
 def _dividing_tps(gpus: int, job) -> list[int]:
@@ -101,9 +107,8 @@ def _random_shares(count: int, jobs: int, rng: random.Random) -> list[int]:
     return [high - low for low, high in zip([0, *cuts], [*cuts, count], strict=True)]
 
 
-def random_split(scenario: Scenario, seed: int = 0) -> dict:
-    """All GPUs in a random split, random dividing TP and precisions, kind-relevant fields only."""
-    rng = random.Random(f"fleet_rl/baselines/random_split/{seed}")
+def _random_split_plan(scenario: Scenario, rng: random.Random) -> dict:
+    """One ``random_split`` draw from ``rng``."""
     plan = []
     for job, gpus in zip(
         scenario.jobs, _random_shares(scenario.cluster.count, len(scenario.jobs), rng), strict=True
@@ -126,6 +131,33 @@ def random_split(scenario: Scenario, seed: int = 0) -> dict:
     return {"jobs": plan}
 
 
+def random_split(scenario: Scenario, seed: int = 0) -> dict:
+    """All GPUs in a random split, random dividing TP and precisions, kind-relevant fields only."""
+    return _random_split_plan(scenario, random.Random(f"fleet_rl/baselines/random_split/{seed}"))
+
+
+RANDOM_FEASIBLE_DRAWS = 256
+
+
+def random_feasible(scenario: Scenario, seed: int = 0) -> dict:
+    """The first of up to ``RANDOM_FEASIBLE_DRAWS`` ``random_split`` draws under which no placed job fails
+    (see the module docstring); the last draw when none is found."""
+    from fleet_rl.kernel.batch_scoring import evaluate_batch  # the kernel imports scenarios
+    from fleet_rl.solved_scenarios import solved_scenario
+
+    rng = random.Random(f"fleet_rl/baselines/random_feasible/{seed}")
+    solved = solved_scenario(scenario)
+    plans = []
+    for _ in range(RANDOM_FEASIBLE_DRAWS // 32):  # scored 32 at a time: the kernel is batched
+        batch = [_random_split_plan(scenario, rng) for _ in range(32)]
+        for plan, evaluation in zip(batch, evaluate_batch(solved, batch), strict=True):
+            statuses = [job.status for job in evaluation.jobs]
+            if evaluation.valid and "ok" in statuses and set(statuses) <= {"ok", "unallocated"}:
+                return plan
+        plans = batch
+    return plans[-1]
+
+
 def optimal(scenario: Scenario, seed: int = 0) -> dict:
     """The exact optimum."""
     from fleet_rl.solved_scenarios import solved_scenario
@@ -146,5 +178,6 @@ BASELINES: dict[str, Callable[..., dict]] = {
     "heuristic": heuristic,
     "random": random_plan,
     "random_split": random_split,
+    "random_feasible": random_feasible,
     "optimal": optimal,
 }

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fleet_rl import TASKS, make_scenario
-from fleet_rl.baselines import BASELINES, even_bf16, optimal, random_plan, random_split
+from fleet_rl.baselines import BASELINES, even_bf16, optimal, random_feasible, random_plan, random_split
 from fleet_rl.kernel import evaluate
 from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
@@ -71,7 +73,27 @@ def test_random_split_draws_varied_splits_and_formats():
     assert len({part["precision"]["mlp"] for plan in plans for part in plan["jobs"]}) > 3
 
 
+def test_random_feasible_is_a_seeded_random_split_draw_under_which_every_placed_job_runs():
+    found = 0
+    for task in ("easy", "medium"):
+        for seed in range(12):
+            scenario = make_scenario(task, seed)
+            plan = random_feasible(scenario, seed)
+            assert plan == random_feasible(scenario, seed)
+            result = evaluate(solved_scenario(scenario), plan)
+            assert result.valid, result.reasons
+            assert sum(part["gpus"] for part in plan["jobs"]) == scenario.cluster.count  # a random_split draw
+            statuses = set(result.statuses.values())
+            if "ok" in statuses and statuses <= {"ok", "unallocated"}:
+                found += 1
+                assert result.score > 0.0  # a plan under which the placed jobs run has a value
+    assert found >= 12  # most of these scenarios have a draw that runs (the rest fall back to the last draw)
+    scenario = make_scenario("medium", 0)
+    plans = {json.dumps(random_feasible(scenario, seed)) for seed in range(6)}
+    assert len(plans) > 3  # random among the plans that run, not one fixed answer
+
+
 def test_optimal_scores_one_and_registry():
     scenario = make_scenario("easy", 2)
     assert evaluate(solved_scenario(scenario), optimal(scenario)).score == pytest.approx(1.0)
-    assert set(BASELINES) == {"even_bf16", "heuristic", "random", "random_split", "optimal"}
+    assert set(BASELINES) == {"even_bf16", "heuristic", "random", "random_split", "random_feasible", "optimal"}

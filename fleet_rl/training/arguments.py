@@ -21,7 +21,7 @@ BACKENDS: tuple[str, ...] = ("transformers", "unsloth")
 LOCAL_MODELS: dict[str, str] = {"tiny": "models/tiny-fleet-llama", "smollm2": "models/smollm2-135m-instruct"}
 # Plans the SFT warm start imitates (fleet_rl.training.dataset.SFT_TARGET_PLANNERS). `optimal` hands the model
 # the answer: a GRPO run that starts from it makes no claim about what RL learned (benchmarks/learning.py).
-SFT_TARGETS: tuple[str, ...] = ("optimal", "even_split", "random", "random_split")
+SFT_TARGETS: tuple[str, ...] = ("optimal", "even_split", "random", "random_split", "random_feasible")
 
 
 @dataclass
@@ -102,8 +102,8 @@ class FleetScriptArguments:
         default="optimal",
         metadata={
             "help": f"Plans the warm start imitates, one of {', '.join(SFT_TARGETS)} (optimal: the exact "
-            "optimum, which leaves GRPO nothing to find; a learning claim starts from even_split, random or "
-            "random_split)."
+            "optimum, which leaves GRPO nothing to find; a learning claim starts from even_split, random, "
+            "random_split or random_feasible)."
         },
     )
     eval_scenarios: int = field(

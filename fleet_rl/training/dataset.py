@@ -26,9 +26,12 @@ planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
   and a model imitating it answers ``"gpus": 0`` greedily);
 - ``random_split``: the ``random_split`` baseline: every job placed on a random share of all the GPUs with
   random settings, so the format and the job ids are taught and every planning choice is left to GRPO;
+- ``random_feasible``: the ``random_feasible`` baseline: a ``random_split`` draw under which every placed
+  job runs (redrawn up to 256 times): the format, the job ids and what runs are taught, not what runs
+  well, so GRPO starts from answers whose rewards differ and has the efficiency question to learn;
 - ``optimal``: the exact optimum. Imitating it *is* the answer: a model warm-started on oracle plans and
   then trained with GRPO says nothing about what RL learned, so a learning claim must start from
-  ``even_split``, ``random``, ``random_split`` or no warm start (``benchmarks/learning.py`` flags an
+  ``even_split``, ``random``, ``random_split``, ``random_feasible`` or no warm start (``benchmarks/learning.py`` flags an
   oracle start).
 
 For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle.
@@ -43,7 +46,7 @@ from collections.abc import Callable, Sequence
 
 from datasets import Dataset
 
-from fleet_rl.baselines import even_bf16, optimal, random_plan, random_split
+from fleet_rl.baselines import even_bf16, optimal, random_feasible, random_plan, random_split
 from fleet_rl.multiagent import agent_request, own_part
 from fleet_rl.prompts import build_messages, format_answer
 from fleet_rl.scenario import Scenario
@@ -67,6 +70,7 @@ SFT_TARGET_PLANNERS = {
     "even_split": even_bf16,
     "random": random_plan,
     "random_split": random_split,
+    "random_feasible": random_feasible,
     "optimal": optimal,
 }
 

@@ -4,7 +4,9 @@ A randomly initialised tiny model never writes a parseable plan, so every GRPO r
 group advantages would be all zero: nothing to learn from. A short supervised pass on target answers
 (``fleet_rl.training.dataset.sft_dataset``, loss on the answers only) gives it the format; GRPO then has to
 improve the plans themselves. ``sft_target`` picks the answers: ``even_split`` (the even-split bf16
-baseline) or ``random`` (random schema-valid plans) teach the format while leaving GRPO something to find;
+baseline), ``random`` (random schema-valid plans), ``random_split`` (every job placed at random) or
+``random_feasible`` (a random placement under which every job runs) teach the format while leaving GRPO
+something to find;
 ``optimal`` (the exact optimum) teaches the answer itself, so a run that starts from it makes no claim
 about what RL learned. The instruction-tuned 8B recipes skip the warm start (``sft_steps: 0``).
 

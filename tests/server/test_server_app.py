@@ -38,7 +38,7 @@ def test_baseline_scores_each_planner_and_the_optimum_earns_one(task, client):
     body = client.get("/baseline", params={"task": task, "seed": 5}).json()
     assert body["baselines"]["optimal"]["reward"] == pytest.approx(1.0)
     assert body["baselines"]["optimal"]["percent_of_optimum"] == pytest.approx(100.0)
-    assert set(body["baselines"]) == {"even_bf16", "heuristic", "random", "random_split", "optimal"}
+    assert set(body["baselines"]) == {"even_bf16", "heuristic", "random", "random_split", "random_feasible", "optimal"}
     assert all(0.0 <= score["reward"] <= 1.0 for score in body["baselines"].values())
     assert (body["agent"] != "") == (task == "multiagent")
 

@@ -29,13 +29,13 @@ def test_every_option_value_has_a_planner():
     assert set(SFT_TARGETS) == set(SFT_TARGET_PLANNERS)
 
 
-@pytest.mark.parametrize("target", ["even_split", "random", "random_split"])
+@pytest.mark.parametrize("target", ["even_split", "random", "random_split", "random_feasible"])
 def test_same_arguments_same_answers(target):
     first = sft_dataset(TASKS, 12, target=target, dataset_seed=5)
     assert sft_dataset(TASKS, 12, target=target, dataset_seed=5).to_list() == first.to_list()
 
 
-@pytest.mark.parametrize("target", ["even_split", "random", "random_split"])
+@pytest.mark.parametrize("target", ["even_split", "random", "random_split", "random_feasible"])
 def test_answers_are_schema_valid_json_fences(target):
     dataset = sft_dataset(TASKS, 40, target=target, dataset_seed=1)
     for example in dataset:
@@ -45,7 +45,7 @@ def test_answers_are_schema_valid_json_fences(target):
         assert error is None and plan is not None, error
 
 
-@pytest.mark.parametrize("target", ["even_split", "random", "random_split"])
+@pytest.mark.parametrize("target", ["even_split", "random", "random_split", "random_feasible"])
 def test_targets_are_not_the_optimum(target):
     rows = scenario_rows(TASKS, 40, dataset_seed=1)
     scores = _scores(sft_dataset(TASKS, 40, target=target, dataset_seed=1), rows)
@@ -53,7 +53,7 @@ def test_targets_are_not_the_optimum(target):
     assert np.allclose(optimum.score, 1.0)
     assert scores.score.mean() < 0.8  # far from the optimum on average ...
     assert (scores.score < 0.99).mean() > 0.5  # ... and below it on most rows
-    if target == "even_split":  # consistent with the scenario, except agents' parts that overbook the given
+    if target in ("even_split", "random_feasible"):  # consistent, except agents' parts that overbook the given
         assert scores.valid.mean() > 0.8 and scores.feasible.mean() > 0.3
 
 
@@ -67,7 +67,7 @@ def test_even_split_is_the_baseline_and_random_is_seeded_by_the_row():
     assert len(set(plans)) == len(plans)
 
 
-@pytest.mark.parametrize("target", ["even_split", "random", "random_split"])
+@pytest.mark.parametrize("target", ["even_split", "random", "random_split", "random_feasible"])
 def test_multiagent_targets_are_the_agents_own_part(target):
     rows = scenario_rows(["multiagent"], 6, dataset_seed=3)
     for row in rows:
