@@ -79,7 +79,8 @@ class EvalArguments:
     )
     output: str | None = field(default=None, metadata={"help": "Also write the report to this JSON file."})
     base_url: str | None = field(
-        default=None, metadata={"help": "openai:<model> policies: the endpoint, e.g. http://127.0.0.1:8000/v1."}
+        default=None,
+        metadata={"help": "openai:<model> policies: the endpoint, e.g. http://127.0.0.1:8000/v1."},
     )
     api_key_env: str = field(
         default="OPENAI_API_KEY",

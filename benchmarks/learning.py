@@ -405,7 +405,8 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     if not fair_start:
         print(
             "learning benchmark: the start imitates the exact optimum (sft_target optimal); this run makes "
-            "no claim about what RL learned (use --sft_target even_split, random or random_split)",
+            "no claim about what RL learned (use --sft_target even_split, random, random_split or "
+            "random_feasible)",
             file=sys.stderr,
         )
     fingerprint = {"config": args.config, "train_flags": train_flags, "settings": settings}

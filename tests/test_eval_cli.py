@@ -43,7 +43,8 @@ def test_even_split_scores_below_the_optimum():
         ([], "give exactly one of --model or --baseline"),
         (
             ["--baseline", "greedy"],
-            "unknown baseline 'greedy'; valid baselines: even_bf16, heuristic, random, random_split, random_feasible, optimal",
+            "unknown baseline 'greedy'; valid baselines: "
+            "even_bf16, heuristic, random, random_split, random_feasible, optimal",
         ),
         (["--baseline", "random", "--tasks", "expert"], "unknown tasks ['expert']"),
         (["--model", "/no/such/dir"], "is not a directory"),

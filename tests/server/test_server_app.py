@@ -14,6 +14,8 @@ from fleet_rl.env import FleetAction, FleetEnvironment
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.server import create_fleet_app
 
+BASELINE_NAMES = ("even_bf16", "heuristic", "random", "random_split", "random_feasible", "optimal")
+
 
 @pytest.fixture(scope="module")
 def client():
@@ -38,7 +40,7 @@ def test_baseline_scores_each_planner_and_the_optimum_earns_one(task, client):
     body = client.get("/baseline", params={"task": task, "seed": 5}).json()
     assert body["baselines"]["optimal"]["reward"] == pytest.approx(1.0)
     assert body["baselines"]["optimal"]["percent_of_optimum"] == pytest.approx(100.0)
-    assert set(body["baselines"]) == {"even_bf16", "heuristic", "random", "random_split", "random_feasible", "optimal"}
+    assert set(body["baselines"]) == set(BASELINE_NAMES)
     assert all(0.0 <= score["reward"] <= 1.0 for score in body["baselines"].values())
     assert (body["agent"] != "") == (task == "multiagent")
 

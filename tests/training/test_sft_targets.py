@@ -53,7 +53,7 @@ def test_targets_are_not_the_optimum(target):
     assert np.allclose(optimum.score, 1.0)
     assert scores.score.mean() < 0.8  # far from the optimum on average ...
     assert (scores.score < 0.99).mean() > 0.5  # ... and below it on most rows
-    if target in ("even_split", "random_feasible"):  # consistent, except agents' parts that overbook the given
+    if target in ("even_split", "random_feasible"):  # consistent, except agents' parts overbooking the given
         assert scores.valid.mean() > 0.8 and scores.feasible.mean() > 0.3
 
 
