@@ -15,10 +15,11 @@ nothing the kernel computes about speed:
    else micro-batch 1 with it, at which one replica fits. "Fits" is the kernel's memory and quality verdict
    on that part (status ``ok``), used as an engineer uses a memory calculator; the throughput it computes is
    never read. More replicas never need more memory per GPU (a replica's share of the batch only shrinks).
-3. **The split.** Each job that can run gets one replica; when they do not all fit, the lowest priorities
-   wait (0 GPUs). The other GPUs go out one replica at a time to the job whose priority × GPUs^0.75 grows
-   most (the prompt's objective: priority × throughput share^0.75, throughput roughly proportional to
-   GPUs).
+3. **The split.** Each job that can run gets one replica (a job with a ``min_tokens_per_s`` gets the fewest
+   replicas at which the kernel says it meets it, as an engineer measures an SLO before committing to it);
+   when they do not all fit, the lowest priorities wait (0 GPUs). The other GPUs go out one replica at a
+   time to the job whose priority × GPUs^0.75 grows most (the prompt's objective: priority × throughput
+   share^0.75, throughput roughly proportional to GPUs).
 
 On a multi-agent request it is given the other jobs' parts (``given_plan``), as the prompt gives them: it
 keeps them and plans the rest within the GPUs they leave (``fleet_rl.training.dataset.planner_answer``).
@@ -74,8 +75,23 @@ def _one_replica(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> dict
                     for micro, checkpointing in TRAINING_BATCHING
                 ]
             for candidate in candidates:
-                if evaluate(solved, {"jobs": [candidate]}).jobs[solved.job_index[job.id]].status == "ok":
+                if _status(solved, candidate) in ("ok", "too_slow"):  # fits; its floor is step 3's concern
                     return candidate
+    return None
+
+
+def _status(solved: SolvedScenario, part: dict) -> str:
+    """The kernel's verdict on one job's part, alone on the cluster."""
+    return evaluate(solved, {"jobs": [part]}).jobs[solved.job_index[part["id"]]].status
+
+
+def _fewest_gpus_that_run(solved: SolvedScenario, part: dict, free: int) -> int | None:
+    """The fewest GPUs (whole replicas of ``part``, at most ``free``) at which the job runs (meets its
+    ``min_tokens_per_s``), or None."""
+    step = part["tensor_parallel"]
+    for gpus in range(step, free + 1, step):
+        if _status(solved, part | {"gpus": gpus}) == "ok":
+            return gpus
     return None
 
 
@@ -95,9 +111,10 @@ def heuristic(scenario: Scenario, seed: int = 0, given_plan: Mapping | None = No
     placed: dict[str, int] = {}
     for job in sorted(planned, key=lambda job: -job.priority):  # one replica each, by priority
         part = parts[job.id]
-        if part is not None and part["gpus"] <= free:
-            placed[job.id] = part["gpus"]
-            free -= part["gpus"]
+        gpus = None if part is None else _fewest_gpus_that_run(solved, part, free)
+        if gpus is not None:
+            placed[job.id] = gpus
+            free -= gpus
 
     def gain(job_id: str) -> float:
         gpus, step = placed[job_id], parts[job_id]["tensor_parallel"]

@@ -108,6 +108,8 @@ Rules the simulator applies:
   cost per layer); tensor parallelism adds all-reduce time, so small-batch decode gains little from it.
   A serve job with prompt_len also prefills that many tokens per request (compute-bound: fp8 weights
   speed it up, int8/int4 weights do not) before generating seq_len - prompt_len.
+- A job with min_tokens_per_s must make at least that many tokens/s across its GPUs, or it is too_slow and
+  earns nothing: give it enough GPUs and fast enough formats, or leave it idle.
 - Objective: sum over running jobs of priority × (tokens/s ÷ the job's best tokens/s alone on the
   cluster)^{UTILITY_EXPONENT:g} × (1 − 4 × quality loss), minus a small power cost. So every job that
   can run should get GPUs, and the split should follow priority and how well each job uses more GPUs."""
@@ -154,12 +156,13 @@ def _job_line(job) -> str:
     )
     tolerance = f", max_quality_loss {job.max_quality_loss:g}" if job.max_quality_loss is not None else ""
     prompt = f", prompt_len {job.prompt_len}" if job.prompt_len else ""
+    floor = f", min_tokens_per_s {job.min_tokens_per_s:g}" if job.min_tokens_per_s is not None else ""
     return (
         f"- {job.id}: {job.kind} {job.model} (priority {job.priority:g}), seq_len {job.seq_len}{prompt}, "
-        f"batch_size {job.batch_size}{tolerance}. Model: {model.num_params / 1e9:.2f} B params{experts}, "
-        f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_attention_heads} heads "
-        f"({model.num_key_value_heads} KV), KV cache "
-        f"{model.kv_cache_bytes_per_token(2.0) / 1024:g} KiB/token at 16 bits."
+        f"batch_size {job.batch_size}{tolerance}{floor}. "
+        f"Model: {model.num_params / 1e9:.2f} B params{experts}, {model.num_layers} layers, "
+        f"hidden {model.hidden_size}, {model.num_attention_heads} heads ({model.num_key_value_heads} KV), "
+        f"KV cache {model.kv_cache_bytes_per_token(2.0) / 1024:g} KiB/token at 16 bits."
     )
 
 

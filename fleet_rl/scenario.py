@@ -45,6 +45,7 @@ __all__ = [
     "MAX_JOBS",
     "MAX_PRIORITY",
     "MAX_SEQ_LEN",
+    "MAX_TOKENS_PER_S",
     "Cluster",
     "Job",
     "JobKind",
@@ -58,6 +59,7 @@ MAX_JOBS = 8
 MAX_PRIORITY = 100.0
 MAX_SEQ_LEN = 131_072
 MAX_BATCH_SIZE = 4096
+MAX_TOKENS_PER_S = 1e8  # a throughput floor above any cluster's reach is a typo, not a request
 _JOB_ID_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
@@ -98,7 +100,9 @@ class Job(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     ``serve``. ``max_quality_loss`` is the tolerated fractional quality (perplexity) loss, in (0, 1]; ``None``
     leaves the trade-off to the objective's quality penalty. ``prompt_len`` (``serve`` only) is the tokens
     each request brings, prefilled before it generates ``seq_len − prompt_len``; 0 (the default, omitted
-    from JSON) means a negligible prompt, decode only.
+    from JSON) means a negligible prompt, decode only. ``min_tokens_per_s`` is a throughput floor (a serving
+    SLO or a training deadline): a job placed below it is ``too_slow`` and earns nothing; ``None`` (the
+    default, omitted from JSON) sets no floor.
     """
 
     id: str
@@ -109,6 +113,7 @@ class Job(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     batch_size: int
     max_quality_loss: float | None = None
     prompt_len: int = 0
+    min_tokens_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not _JOB_ID_PATTERN.fullmatch(self.id):
@@ -150,6 +155,13 @@ class Job(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
             if not _is_number(loss) or not (math.isfinite(loss) and 0 < loss <= 1):
                 raise ValueError(f"{where}: max_quality_loss must be a number in (0, 1], got {loss!r}")
             force_setattr(self, "max_quality_loss", float(loss))
+        if self.min_tokens_per_s is not None:
+            floor = self.min_tokens_per_s
+            if not _is_number(floor) or not (math.isfinite(floor) and 0 < floor <= MAX_TOKENS_PER_S):
+                raise ValueError(
+                    f"{where}: min_tokens_per_s must be a number in (0, {MAX_TOKENS_PER_S:g}], got {floor!r}"
+                )
+            force_setattr(self, "min_tokens_per_s", float(floor))
 
     @property
     def model_spec(self) -> ModelSpec:

@@ -38,11 +38,13 @@ Full-parameter training is drawn only for models up to 8B (a 70B model needs ~1.
 
 from __future__ import annotations
 
+import math
 import operator
 import random
 from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 import numpy as np
 
 from fleet_rl.catalog import GPUS, MODELS, ModelSpec
@@ -93,6 +95,10 @@ class TierSpec:
     priorities: tuple[float, ...] = (1.0, 2.0, 3.0)  # per job, uniform
     # serve jobs: prompt_len = round(fraction · seq_len), the fraction uniform from these (0: decode only)
     prompt_fractions: tuple[float, ...] = (0.0,)
+    # per job: a min_tokens_per_s of (a fraction, uniform from these) × its best tokens/s alone on the
+    # cluster, rounded down to 2 significant digits; 0 (every tier today) draws nothing: tiers unchanged
+    floor_prob: float = 0.0
+    floor_fractions: tuple[float, ...] = ()
 
 
 _BIG_GPUS = ("h100-sxm", "h100-pcie", "h200", "a100-80gb", "a100-40gb", "l40s", "b200", "mi300x")  # 40-206 GB
@@ -341,7 +347,7 @@ def make_scenario(task: str, seed: int, split: str = "train") -> Scenario:
     for _ in range(_SCENARIO_ATTEMPTS):
         scenario = _draw(rng, tier, split)
         if scenario is not None and _every_job_can_run(scenario):
-            return scenario
+            return _with_floors(rng, tier, scenario)
     raise RuntimeError(f"no {task!r} scenario satisfied the tier constraints for seed {seed}; check TIERS")
 
 
@@ -352,3 +358,28 @@ def _every_job_can_run(scenario: Scenario) -> bool:
     from fleet_rl.solved_scenarios import solved_scenario  # the kernel imports the catalog, not this module
 
     return bool(np.isfinite(solved_scenario(scenario).reference_tokens_per_s).all())
+
+
+def _with_floors(rng: random.Random, tier: TierSpec, scenario: Scenario) -> Scenario:
+    """``scenario`` with throughput floors drawn per the tier (``floor_prob``, ``floor_fractions``); a
+    fraction of at most 1 of what the job makes alone on the cluster, so every job can still run. Draws
+    nothing from ``rng`` when ``floor_prob`` is 0."""
+    if tier.floor_prob <= 0.0:
+        return scenario
+    from fleet_rl.solved_scenarios import solved_scenario
+
+    reference = solved_scenario(scenario).reference_tokens_per_s
+    jobs = []
+    for job, best in zip(scenario.jobs, reference.tolist(), strict=True):
+        if rng.random() < tier.floor_prob:
+            job = msgspec.structs.replace(
+                job, min_tokens_per_s=_two_digits_down(rng.choice(tier.floor_fractions) * best)
+            )
+        jobs.append(job)
+    return Scenario(cluster=scenario.cluster, jobs=tuple(jobs))
+
+
+def _two_digits_down(value: float) -> float:
+    """``value`` rounded down to 2 significant digits (15,516.3 → 15,000.0): a round figure, never above."""
+    step = 10.0 ** (math.floor(math.log10(value)) - 1)
+    return float(f"{math.floor(value / step) * step:.2g}")

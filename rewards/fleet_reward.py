@@ -17,10 +17,11 @@ tests/rewards/test_fleet_reward.py and test_reward_properties.py check them):
   runs, the copied example): exactly 0.01;
 - not feasible (some job the author placed cannot run, or a job the optimum runs is left idle):
   0.02 + 0.23 × progress ≤ 0.25, where progress averages over the author's jobs 1 for a job that runs,
-  1/2 − k/6 for one that cannot run with k physical faults (unsupported format, over memory, unstable
-  numerics; counted from the physics, so a second fault never hides the first) and 1/3 for an idle one (as
-  much as a near miss); hence crashing a job never beats idling it, each further fault costs, and trying
-  costs nothing against giving up (a whole plan under which nothing runs is degenerate);
+  1/2 − k/6 for one that cannot run with k faults (unsupported format, over memory, unstable numerics,
+  under its ``min_tokens_per_s``; k ≤ 3; counted from the physics, so a second fault never hides the
+  first) and 1/3 for an idle one (as much as a near miss); hence crashing a job never beats idling it,
+  each further fault costs, and trying costs nothing against giving up (a whole plan under which nothing
+  runs is degenerate);
 - feasible: 0.3 + 0.7 × score, where score is the kernel's (objective / optimum) for a whole plan and the
   agent's own contribution (its job's value / the best it could add beside the given parts) for a
   multi-agent answer, so the optimum (or a best response) gets 1.0 and the reward rises with the score.
@@ -33,7 +34,7 @@ from itertools import repeat
 
 import numpy as np
 
-from fleet_rl.kernel.constants import OOM, UNSTABLE, UNSUPPORTED
+from fleet_rl.kernel.constants import OOM, TOO_SLOW, UNSTABLE, UNSUPPORTED
 from rewards.ird import IRD_REWARD, IRD_RULES
 from rewards.parsing import BAD_JSON, SCHEMA
 from rewards.scoring import GroupScores, score_completions
@@ -76,6 +77,7 @@ def log_kernel_rates(scores: GroupScores, log_metric) -> None:
     log_metric("kernel/oom_rate", float(scores.status_counts[OOM] / rows))
     log_metric("kernel/unstable_rate", float(scores.status_counts[UNSTABLE] / rows))
     log_metric("kernel/unsupported_rate", float(scores.status_counts[UNSUPPORTED] / rows))
+    log_metric("kernel/too_slow_rate", float(scores.status_counts[TOO_SLOW] / rows))
     log_metric("kernel/ird_rate", float(scores.ird.mean()))
     log_metric("kernel/runs_rate", float(scores.runs_share.mean()))
     log_metric("kernel/percent_of_optimum", float(100.0 * scores.score.mean()))

@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from fleet_rl.kernel.batch_scoring import ScoredBatch, score_batch
-from fleet_rl.kernel.constants import OK, OOM, STATUSES, UNSTABLE, UNSUPPORTED
+from fleet_rl.kernel.constants import OK, OOM, STATUSES, TOO_SLOW, UNSTABLE, UNSUPPORTED
 from fleet_rl.kernel.solver import SolvedScenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
@@ -39,8 +39,9 @@ from rewards.parsing import ParseResult, parse_plan
 
 __all__ = ["CRASHES", "GroupScores", "best_response_value", "given_plan_from", "score_completions"]
 
-CRASHES: tuple[str, ...] = ("oom", "unsupported", "unstable")  # kernel statuses of a placed job that fails
-_CRASH_CODES = (OOM, UNSUPPORTED, UNSTABLE)
+# kernel statuses of a placed job that fails (too_slow: runs, but under its min_tokens_per_s)
+CRASHES: tuple[str, ...] = ("oom", "unsupported", "unstable", "too_slow")
+_CRASH_CODES = (OOM, UNSUPPORTED, UNSTABLE, TOO_SLOW)
 assert tuple(STATUSES[code] for code in _CRASH_CODES) == CRASHES
 
 
@@ -59,9 +60,10 @@ class GroupScores:
     valid: np.ndarray  # (N,) bool: ... and it is consistent with the scenario (kernel-valid)
     runs_share: np.ndarray  # (N,) share of the author's jobs that run (status ok)
     # (N,) in [0, 1]: mean over the author's jobs of (credit + 1) / 2, where a job that runs has credit 1,
-    # a placed one that cannot run -k/3 for its k physical faults (unsupported format, over memory, unstable
-    # numerics), and an idle one -1/3, as much as a near miss: a crash never beats idling, each further
-    # fault costs, and trying (one fault short of running) costs nothing against giving up
+    # a placed one that cannot run -k/3 for its k faults (unsupported format, over memory, unstable
+    # numerics, under its throughput floor; k capped at 3), and an idle one -1/3, as much as a near miss:
+    # a crash never beats idling, each further fault costs, and trying (one fault short of running) costs
+    # nothing against giving up
     progress: np.ndarray
     # (N,) bool: valid, none of the author's placed jobs fails, every one the optimum runs runs (for an agent:
     # its job runs when it can add value), and the contribution is positive
@@ -210,7 +212,7 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
     own_row = ~is_agent[plan_of_row] | (job_of_row == agent_job[plan_of_row])
     runs = results.status == OK
     crashed = results.faults > 0
-    credit = np.where(runs, 1.0, -np.maximum(results.faults, 1) / 3.0)  # idle (0 faults): as one fault
+    credit = np.where(runs, 1.0, -np.clip(results.faults, 1, 3) / 3.0)  # idle (0 faults): as one fault
 
     def own_sum(values: np.ndarray) -> np.ndarray:
         return np.bincount(plan_of_row, weights=np.where(own_row, values, 0.0), minlength=num_plans)

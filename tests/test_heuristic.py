@@ -4,6 +4,7 @@ runs, formats by kind and GPU, deterministic, clear of every IRD rule, and betwe
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -82,3 +83,22 @@ def test_on_a_multi_agent_request_it_keeps_the_given_parts_and_plans_within_the_
         merged = {"jobs": [*given["jobs"], *answer["jobs"]]}
         result = evaluate(solved_scenario(scenario), merged)
         assert result.valid, result.reasons
+
+
+def test_a_job_with_a_floor_gets_the_replicas_that_meet_it():
+    from tests.kernel.test_solver import SMALL
+    from tests.kernel.test_throughput_floor import with_floor
+
+    data = copy.deepcopy(SMALL[0])  # chat (8B serve, priority 2) and a gpt2 training job on 2 H100s
+    data["jobs"][0]["batch_size"] = 256  # enough sequences that a second replica adds throughput
+    base = Scenario.from_dict(data)
+    solved = solved_scenario(base)
+    one_replica = next(part for part in heuristic(base)["jobs"] if part["id"] == "chat")
+    made = evaluate(solved, {"jobs": [one_replica | {"gpus": one_replica["tensor_parallel"]}]}).jobs[0]
+    floored = with_floor(base, 0, made.tokens_per_s * 1.2)  # one replica no longer meets it
+    plan = heuristic(floored)
+    result = evaluate(solved_scenario(floored), plan)
+    chat = result.jobs[0]
+    assert chat.status == "ok" and chat.gpus > one_replica["tensor_parallel"], (chat, result.reasons)
+    assert chat.tokens_per_s >= made.tokens_per_s * 1.2
+    assert all(job.status in ("ok", "unallocated") for job in result.jobs)

@@ -81,3 +81,18 @@ def test_bad_arguments_raise_clear_errors():
         build_messages(scenario, style="long")
     with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):
         user_prompt(scenario, agent="nobody")
+
+
+def test_a_throughput_floor_is_stated_in_the_job_line_the_scenario_json_and_the_rules():
+    import msgspec
+
+    from fleet_rl.scenario import Scenario
+
+    base = make_scenario("medium", 0)
+    job = msgspec.structs.replace(base.jobs[0], min_tokens_per_s=1200)
+    scenario = Scenario(cluster=base.cluster, jobs=(job, *base.jobs[1:]))
+    assert f"batch_size {job.batch_size}" in user_prompt(scenario)
+    assert ", min_tokens_per_s 1200" in user_prompt(scenario)
+    assert ", min_tokens_per_s" not in user_prompt(base)
+    assert '"min_tokens_per_s":1200.0' in user_prompt(scenario, style="compact")
+    assert "too_slow" in system_prompt("full")

@@ -8,6 +8,7 @@ filter. Plus the held-out split and hashability the kernel's solve() cache relie
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import subprocess
 import sys
@@ -63,6 +64,11 @@ def with_job(**changes: object) -> dict:
         (with_job(kind="infer"), "Invalid enum value 'infer' - at `$.jobs[0].kind`"),
         (with_job(max_quality_loss=0), "max_quality_loss must be a number in (0, 1]"),
         (with_job(max_quality_loss=1.5), "max_quality_loss must be a number in (0, 1]"),
+        (with_job(min_tokens_per_s=0), "min_tokens_per_s must be a number in (0, 1e+08]"),
+        (with_job(min_tokens_per_s=-5.0), "min_tokens_per_s must be a number in (0, 1e+08]"),
+        (with_job(min_tokens_per_s=2e8), "min_tokens_per_s must be a number in (0, 1e+08]"),
+        (with_job(min_tokens_per_s="fast"), "Expected `float | null`, got `str`"),
+        (with_job(min_tokens_per_s=True), "Expected `float | null`, got `bool`"),
         ({**EXAMPLE, "cluster": {"gpu": "h100-sxm", "count": 0}}, "cluster.count must be in 1..8"),
         ({**EXAMPLE, "cluster": {"gpu": "h100-sxm", "count": 16}}, "cluster.count must be in 1..8"),
         ({**EXAMPLE, "jobs": []}, "a scenario needs 1..8 jobs, got 0"),
@@ -151,6 +157,37 @@ def test_max_quality_loss_is_omitted_when_unset_and_kept_when_set() -> None:
     assert scenario.to_dict()["jobs"][0]["max_quality_loss"] == 0.02
     assert "max_quality_loss" not in scenario.to_dict()["jobs"][1]
     assert scenario.jobs[1].max_quality_loss is None
+
+
+def test_min_tokens_per_s_is_omitted_when_unset_and_kept_as_a_float_when_set() -> None:
+    scenario = Scenario.from_dict(with_job(min_tokens_per_s=1200))
+    assert scenario.jobs[0].min_tokens_per_s == 1200.0 and isinstance(
+        scenario.jobs[0].min_tokens_per_s, float
+    )
+    assert scenario.to_dict()["jobs"][0]["min_tokens_per_s"] == 1200.0
+    assert "min_tokens_per_s" not in scenario.to_dict()["jobs"][1]
+    assert all(job.min_tokens_per_s is None for task in TASKS for job in make_scenario(task, 0).jobs)
+
+
+def test_a_tier_with_floors_draws_them_within_its_fractions_of_what_each_job_makes_alone(monkeypatch) -> None:
+    from fleet_rl.solved_scenarios import solved_scenario
+
+    fractions = (0.4, 0.8)
+    tier = dataclasses.replace(TIERS["medium"], floor_prob=1.0, floor_fractions=fractions)
+    monkeypatch.setitem(TIERS, "medium", tier)
+    scenarios = [make_scenario("medium", seed) for seed in range(5)]
+    for scenario in scenarios:
+        unfloored = Scenario(
+            cluster=scenario.cluster,
+            jobs=tuple(msgspec.structs.replace(job, min_tokens_per_s=None) for job in scenario.jobs),
+        )
+        best = solved_scenario(unfloored).reference_tokens_per_s
+        for job, alone in zip(scenario.jobs, best, strict=True):
+            assert job.min_tokens_per_s is not None
+            low, high = 0.9 * min(fractions) * alone, max(fractions) * alone  # 2 digits, rounded down
+            assert low <= job.min_tokens_per_s <= high, (job.id, job.min_tokens_per_s, alone)
+            assert float(f"{job.min_tokens_per_s:.2g}") == job.min_tokens_per_s
+        assert solved_scenario(scenario).optimal_objective > 0  # some job still runs
 
 
 def test_scenario_is_hashable_and_immutable() -> None:

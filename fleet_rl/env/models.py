@@ -44,7 +44,7 @@ class JobFeedback(BaseModel):
     memory headroom a reviser reads first)."""
 
     id: str
-    status: str  # ok, oom, unsupported, unstable, invalid, unallocated
+    status: str  # one of fleet_rl.kernel.constants.STATUSES (ok, oom, ..., too_slow)
     gpus: int
     tensor_parallel: int
     memory_per_gpu_gb: float

@@ -33,6 +33,7 @@ from fleet_rl.kernel.constants import (
     OOM,
     SERVE,
     STATUSES,
+    TOO_SLOW,
     TRAIN,
     UNALLOCATED,
     UNSTABLE_FORMAT,
@@ -145,6 +146,10 @@ def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: s
         have = table.memory_capacity_bytes[j] / 1e9
         text = f"job '{job_id}' needs {need:.1f} GB per GPU, a {gpu} has {have:.1f} GB"
         return Reason(ReasonCode.OOM, text)
+    if status == TOO_SLOW:
+        made, floor = scored.results.tokens_per_s[row], table.min_tokens_per_s[j]
+        text = f"job '{job_id}' makes {made:,.0f} tokens/s, under its min_tokens_per_s {floor:,.0f}"
+        return Reason(ReasonCode.TOO_SLOW, text)
     precision = [PRECISIONS[int(code)] for code in rows.precision[row]]
     kind = int(table.kind[j])
     if status == UNSUPPORTED:

@@ -17,8 +17,8 @@ FP32, BF16, FP16, FP8, INT8, INT4 = (
 )
 EMBEDDING, ATTENTION, MLP, NORM, LM_HEAD = (MODULE_GROUPS.index(g) for g in MODULE_GROUPS)
 
-STATUSES: tuple[str, ...] = ("ok", "oom", "unsupported", "unstable", "invalid", "unallocated")
-OK, OOM, UNSUPPORTED, UNSTABLE, INVALID, UNALLOCATED = range(len(STATUSES))
+STATUSES: tuple[str, ...] = ("ok", "oom", "unsupported", "unstable", "invalid", "unallocated", "too_slow")
+OK, OOM, UNSUPPORTED, UNSTABLE, INVALID, UNALLOCATED, TOO_SLOW = range(len(STATUSES))
 
 # --- Storage -------------------------------------------------------------------------------------------
 # Bytes per parameter of a stored weight. fp8: 1 byte + one fp32 scale per 128-element block (DeepSeek-V3

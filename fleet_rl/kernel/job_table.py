@@ -48,6 +48,7 @@ class JobTable:
     seq_len: np.ndarray  # (J,) tokens
     batch_size: np.ndarray  # (J,) sequences
     max_quality_loss: np.ndarray  # (J,) inf when unconstrained
+    min_tokens_per_s: np.ndarray  # (J,) throughput floor; 0 when unset
     num_layers: np.ndarray  # (J,)
     hidden_size: np.ndarray  # (J,)
     attention_dim: np.ndarray  # (J,) heads · head_dim
@@ -187,6 +188,7 @@ def build_job_table(scenario) -> JobTable:
             "seq_len": float(job.seq_len),
             "batch_size": float(job.batch_size),
             "max_quality_loss": np.inf if job.max_quality_loss is None else float(job.max_quality_loss),
+            "min_tokens_per_s": 0.0 if job.min_tokens_per_s is None else float(job.min_tokens_per_s),
             "num_layers": float(model.num_layers),
             "hidden_size": float(model.hidden_size),
             "attention_dim": float(model.num_attention_heads * model.head_dim_),

@@ -31,6 +31,7 @@ class ReasonCode(StrEnum):
     OOM = "oom"
     UNSUPPORTED = "unsupported"
     UNSTABLE = "unstable"
+    TOO_SLOW = "too_slow"  # runs, but under the job's min_tokens_per_s
 
 
 class Reason(msgspec.Struct, frozen=True, gc=False):

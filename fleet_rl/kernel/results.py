@@ -14,7 +14,8 @@ from fleet_rl.kernel.reasons import ReasonCode
 
 @dataclass(frozen=True, slots=True)
 class JobResult:
-    """One job under one plan. ``status`` is one of ok, oom, unsupported, unstable, invalid, unallocated."""
+    """One job under one plan. ``status`` is one of ``kernel.constants.STATUSES``: ok, oom, unsupported,
+    unstable, invalid, unallocated, too_slow (placed and running, but under its ``min_tokens_per_s``)."""
 
     id: str
     status: str
@@ -22,7 +23,7 @@ class JobResult:
     tensor_parallel: int
     memory_per_gpu_gb: float  # what the job needs on each of its GPUs (0 when unallocated)
     memory_capacity_gb: float  # what each GPU of the cluster offers
-    tokens_per_s: float  # trained or generated tokens per second across the job's GPUs; 0 unless ok
+    tokens_per_s: float  # trained or generated tokens/s across the job's GPUs; 0 unless ok or too_slow
     quality_loss: float  # fractional quality (≈ perplexity) loss from the chosen formats
     power_w: float  # draw of the job's GPUs; 0 unless ok
     value: float  # contribution to the cluster objective; 0 unless ok

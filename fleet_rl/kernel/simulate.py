@@ -21,6 +21,8 @@ Model (DESIGN.md §4; constants and sources in ``constants.py``):
   or all of them plus the frozen base, with two layers' weights gathered (full).
 - Power per GPU: idle + (TDP − idle) · max(tensor-core share of the step, MEMORY_POWER_SHARE · memory-
   streaming share), so memory-bound decode draws a fraction of TDP.
+- A job with a ``min_tokens_per_s`` that a row misses is ``too_slow``: no value and no power (it is not
+  worth running), its would-be tokens/s kept for the reason text; the lowest-precedence status.
 
 Simplifications, openly: one node (no inter-node links); no pipeline, context or sequence parallelism;
 every sequence holds a full ``seq_len`` KV cache (the memory a scheduler must reserve) and a step reads and
@@ -70,6 +72,7 @@ from fleet_rl.kernel.constants import (
     SERVE,
     SHARD_OPTIMIZER,
     SHARDED_BYTES_PER_PARAM,
+    TOO_SLOW,
     TRAIN,
     TRAIN_FLOPS_PER_PARAM,
     UNALLOCATED,
@@ -109,12 +112,13 @@ class RowResults:
 
     status: np.ndarray  # int, index into STATUSES
     memory_per_gpu_bytes: np.ndarray
-    tokens_per_s: np.ndarray  # 0 unless status is ok
+    tokens_per_s: np.ndarray  # 0 unless status is ok or too_slow (what it would make: the reason says)
     quality_loss: np.ndarray  # fractional
     power_w: np.ndarray  # all GPUs of the job; 0 unless ok
-    # how many of {unsupported format, over memory, unstable numerics} hold for a placed, valid row (0 for
-    # rows that run, are unplaced or invalid). ``status`` names one fault; this counts them all, so that
-    # a second fault can never hide the first (the rewards' partial credit reads this, not the status).
+    # how many of {unsupported format, over memory, unstable numerics, under its throughput floor} hold
+    # for a placed, valid row (0 for rows that run, are unplaced or invalid). ``status`` names one fault;
+    # this counts them all, so that a second fault can never hide the first (the rewards' partial credit
+    # reads this, not the status).
     faults: np.ndarray  # int8
 
 
@@ -194,7 +198,10 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
     oom = memory > table.memory_capacity_bytes[j]
 
     # --- status, power -----------------------------------------------------------------------------------
+    # a job that runs below its floor: the lowest precedence, so a real fault is always named first
+    too_slow = tokens_per_s < table.min_tokens_per_s[j]
     status = np.full(num_rows, OK, dtype=np.int8)
+    status[too_slow] = TOO_SLOW
     status[unstable] = UNSTABLE
     status[oom] = OOM
     status[unsupported] = UNSUPPORTED
@@ -202,13 +209,13 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
     status[rows.invalid] = INVALID
     ok = status == OK
     placed = (rows.gpus > 0) & ~rows.invalid
-    faults = np.where(placed, unsupported.astype(np.int8) + oom + unstable, 0).astype(np.int8)
+    faults = np.where(placed, unsupported.astype(np.int8) + oom + unstable + too_slow, 0).astype(np.int8)
     idle_w, tdp_w = table.idle_w[j], table.tdp_w[j]
     power_w = rows.gpus * (idle_w + (tdp_w - idle_w) * activity)
     return RowResults(
         status=status,
         memory_per_gpu_bytes=np.where(rows.gpus > 0, memory, 0.0),
-        tokens_per_s=np.where(ok, tokens_per_s, 0.0),
+        tokens_per_s=np.where(ok | (status == TOO_SLOW), tokens_per_s, 0.0),
         quality_loss=quality_loss,
         power_w=np.where(ok, power_w, 0.0),
         faults=faults,
