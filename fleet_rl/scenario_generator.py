@@ -95,8 +95,8 @@ class TierSpec:
     priorities: tuple[float, ...] = (1.0, 2.0, 3.0)  # per job, uniform
     # serve jobs: prompt_len = round(fraction · seq_len), the fraction uniform from these (0: decode only)
     prompt_fractions: tuple[float, ...] = (0.0,)
-    # per job: a min_tokens_per_s of (a fraction, uniform from these) × its best tokens/s alone on the
-    # cluster, rounded down to 2 significant digits; 0 (every tier today) draws nothing: tiers unchanged
+    # per job: a min_tokens_per_s of (a fraction, uniform from these) × its best tokens/s alone on its even
+    # share of the GPUs, rounded down to 2 significant digits; 0 (every tier today) draws nothing
     floor_prob: float = 0.0
     floor_fractions: tuple[float, ...] = ()
 
@@ -361,20 +361,26 @@ def _every_job_can_run(scenario: Scenario) -> bool:
 
 
 def _with_floors(rng: random.Random, tier: TierSpec, scenario: Scenario) -> Scenario:
-    """``scenario`` with throughput floors drawn per the tier (``floor_prob``, ``floor_fractions``); a
-    fraction of at most 1 of what the job makes alone on the cluster, so every job can still run. Draws
-    nothing from ``rng`` when ``floor_prob`` is 0."""
+    """``scenario`` with throughput floors drawn per the tier (``floor_prob``, ``floor_fractions``). A floor
+    is a fraction (at most 1) of the best tokens/s the job makes alone on its *even share* of the cluster
+    (count ÷ jobs GPUs, or the fewest GPUs above that at which it runs): so a fair split can meet every
+    floor with the right settings, while a careless one misses them. Draws nothing when ``floor_prob`` is
+    0."""
     if tier.floor_prob <= 0.0:
         return scenario
+    from fleet_rl.kernel.solver import enumerate_job_options
     from fleet_rl.solved_scenarios import solved_scenario
 
-    reference = solved_scenario(scenario).reference_tokens_per_s
+    table = solved_scenario(scenario).table
+    share = max(1, scenario.cluster.count // len(scenario.jobs))
     jobs = []
-    for job, best in zip(scenario.jobs, reference.tolist(), strict=True):
+    for j, job in enumerate(scenario.jobs):
         if rng.random() < tier.floor_prob:
-            job = msgspec.structs.replace(
-                job, min_tokens_per_s=_two_digits_down(rng.choice(tier.floor_fractions) * best)
-            )
+            options, _ = enumerate_job_options(table, j)
+            basis = max(share, int(options.rows.gpus[options.ok].min()))  # every job runs on the cluster
+            best = float(options.tokens_per_s[options.ok & (options.rows.gpus <= basis)].max())
+            floor = _two_digits_down(rng.choice(tier.floor_fractions) * best)
+            job = msgspec.structs.replace(job, min_tokens_per_s=floor)
         jobs.append(job)
     return Scenario(cluster=scenario.cluster, jobs=tuple(jobs))
 

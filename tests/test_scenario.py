@@ -169,25 +169,30 @@ def test_min_tokens_per_s_is_omitted_when_unset_and_kept_as_a_float_when_set() -
     assert all(job.min_tokens_per_s is None for task in TASKS for job in make_scenario(task, 0).jobs)
 
 
-def test_a_tier_with_floors_draws_them_within_its_fractions_of_what_each_job_makes_alone(monkeypatch) -> None:
+def test_a_tier_with_floors_draws_them_from_what_each_job_makes_on_its_even_share(monkeypatch) -> None:
+    from fleet_rl.kernel.solver import enumerate_job_options
     from fleet_rl.solved_scenarios import solved_scenario
 
     fractions = (0.4, 0.8)
     tier = dataclasses.replace(TIERS["medium"], floor_prob=1.0, floor_fractions=fractions)
     monkeypatch.setitem(TIERS, "medium", tier)
-    scenarios = [make_scenario("medium", seed) for seed in range(5)]
-    for scenario in scenarios:
+    for seed in range(5):
+        scenario = make_scenario("medium", seed)
         unfloored = Scenario(
             cluster=scenario.cluster,
             jobs=tuple(msgspec.structs.replace(job, min_tokens_per_s=None) for job in scenario.jobs),
         )
-        best = solved_scenario(unfloored).reference_tokens_per_s
-        for job, alone in zip(scenario.jobs, best, strict=True):
+        share = scenario.cluster.count // len(scenario.jobs)
+        table = solved_scenario(unfloored).table
+        for j, job in enumerate(scenario.jobs):
+            options, _ = enumerate_job_options(table, j)
+            basis = max(share, options.rows.gpus[options.ok].min())
+            alone = options.tokens_per_s[options.ok & (options.rows.gpus <= basis)].max()
             assert job.min_tokens_per_s is not None
             low, high = 0.9 * min(fractions) * alone, max(fractions) * alone  # 2 digits, rounded down
             assert low <= job.min_tokens_per_s <= high, (job.id, job.min_tokens_per_s, alone)
             assert float(f"{job.min_tokens_per_s:.2g}") == job.min_tokens_per_s
-        assert solved_scenario(scenario).optimal_objective > 0  # some job still runs
+        assert solved_scenario(scenario).optimal_objective > 0  # jobs still run
 
 
 def test_scenario_is_hashable_and_immutable() -> None:
