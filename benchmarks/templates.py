@@ -1,6 +1,7 @@
 """How far a policy gets without reading the scenario: the best scenario-blind template per tier (issue #11).
 
     python benchmarks/templates.py [--tasks easy medium hard] [--scenarios 200] [--split eval]
+    python benchmarks/templates.py --floor_prob 1 --floor_fractions 0.5 0.7 0.9   # a what-if for the tiers
 
 A *template* copies the job ids and the GPU count from the prompt, splits the GPUs by a fixed rule and gives
 every job of a kind the same fixed setting: one tensor-parallel target, one precision map, one micro-batch
@@ -23,17 +24,23 @@ priorities, like ``even_bf16``), ``priority`` (proportional to priority, largest
 least one GPU while they last) and ``top`` (every GPU to the highest-priority job). The report also gives
 ``even_bf16`` and ``heuristic`` on the same scenarios, and how many distinct optimal plans the first 60
 scenarios have (a task whose optimum rarely changes can be learned as a constant).
+
+``--floor_prob`` and ``--floor_fractions`` ask what throughput floors would do before a tier draws them:
+every tier's ``floor_prob`` and ``floor_fractions`` are replaced for this run only (the report records
+them), so the scenarios are the committed ones plus floors.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import itertools
 import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +49,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import cpu_model  # noqa: E402
-from fleet_rl import make_scenario  # noqa: E402
+from fleet_rl import make_scenario, scenario_generator  # noqa: E402
 from fleet_rl.baselines import even_bf16, heuristic  # noqa: E402
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS  # noqa: E402
 from fleet_rl.kernel import evaluate_batch  # noqa: E402
@@ -263,17 +270,39 @@ def run_task(task: str, num_scenarios: int, split: str) -> dict:
     }
 
 
+@contextlib.contextmanager
+def tiers_with_floors(prob: float | None, fractions: tuple[float, ...]) -> Iterator[None]:
+    """Every tier draws throughput floors with ``prob`` and ``fractions`` inside the block (``None``: the
+    tiers as committed); the committed tiers are back afterwards, whatever happens inside."""
+    committed = dict(scenario_generator.TIERS)
+    if prob is not None:
+        for task, tier in committed.items():
+            replaced = dataclasses.replace(tier, floor_prob=prob, floor_fractions=fractions)
+            scenario_generator.TIERS[task] = replaced
+    try:
+        yield
+    finally:
+        scenario_generator.TIERS.update(committed)
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["easy", "medium", "hard"])
     parser.add_argument("--scenarios", type=int, default=200, help="scenarios per task (seeds 0..N-1)")
     parser.add_argument("--split", default="eval", choices=["train", "eval"])
+    parser.add_argument("--floor_prob", type=float, help="what-if: every tier's floor_prob")
+    parser.add_argument("--floor_fractions", type=float, nargs="+", default=[0.5, 0.7, 0.9])
     args = parser.parse_args(argv)
-    report = {
-        "machine": cpu_model(),
-        "split": args.split,
-        "tasks": {task: run_task(task, args.scenarios, args.split) for task in args.tasks},
-    }
+    if args.floor_prob is not None and not (0.0 <= args.floor_prob <= 1.0):
+        parser.error(f"--floor_prob must be in [0, 1], got {args.floor_prob}")
+    if not all(0.0 < f <= 1.0 for f in args.floor_fractions):
+        parser.error(f"--floor_fractions must be in (0, 1], got {args.floor_fractions}")
+    fractions = tuple(args.floor_fractions)
+    report: dict = {"machine": cpu_model(), "split": args.split}
+    if args.floor_prob is not None:
+        report["floors"] = {"floor_prob": args.floor_prob, "floor_fractions": list(fractions)}
+    with tiers_with_floors(args.floor_prob, fractions):
+        report["tasks"] = {task: run_task(task, args.scenarios, args.split) for task in args.tasks}
     print(json.dumps(report, indent=2))
     return report
 

@@ -55,3 +55,25 @@ def test_the_command_prints_a_report_per_task(capsys):
     assert report["best_template_percent"] == max(r["percent_of_optimum"] for r in report["rules"].values())
     assert 0.0 < report["even_bf16_percent"] <= 100.0
     assert 1 <= report["distinct_optimal_plans_of_first_60"] <= 60
+
+
+def test_floor_what_if_draws_floors_only_inside_the_block_and_restores_the_tiers():
+    committed = make_scenario("easy", 0, "eval")
+    assert all(job.min_tokens_per_s is None for job in committed.jobs)
+    with templates.tiers_with_floors(1.0, (0.5,)):
+        floored = make_scenario("easy", 0, "eval")
+        assert all(job.min_tokens_per_s is not None for job in floored.jobs)
+    assert make_scenario("easy", 0, "eval") == committed
+    # the same cluster and jobs, floors added (a what-if on the committed scenarios, not other ones)
+    assert floored.cluster == committed.cluster
+    assert [job.id for job in floored.jobs] == [job.id for job in committed.jobs]
+
+
+def test_floor_flags_are_recorded_and_checked(capsys):
+    flags = ["--floor_prob", "1", "--floor_fractions", "0.9"]
+    report = templates.main(["--tasks", "easy", "--scenarios", "2", *flags])
+    capsys.readouterr()
+    assert report["floors"] == {"floor_prob": 1.0, "floor_fractions": [0.9]}
+    with pytest.raises(SystemExit):
+        templates.main(["--floor_prob", "1.5"])
+    assert templates.scenario_generator.TIERS["easy"].floor_prob == 0.0
