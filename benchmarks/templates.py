@@ -26,21 +26,20 @@ least one GPU while they last) and ``top`` (every GPU to the highest-priority jo
 scenarios have (a task whose optimum rarely changes can be learned as a constant).
 
 ``--floor_prob`` and ``--floor_fractions`` ask what throughput floors would do before a tier draws them:
-every tier's ``floor_prob`` and ``floor_fractions`` are replaced for this run only (the report records
-them), so the scenarios are the committed ones plus floors.
+the scenarios are drawn from a copy of each tier with those ``floor_prob`` and ``floor_fractions`` (the report
+records them), so they are the committed ones plus floors; the committed tiers are never changed.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import itertools
 import json
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import cpu_model  # noqa: E402
-from fleet_rl import make_scenario, scenario_generator  # noqa: E402
+from fleet_rl import scenario_generator  # noqa: E402
 from fleet_rl.baselines import even_bf16, heuristic  # noqa: E402
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS  # noqa: E402
 from fleet_rl.kernel import evaluate_batch  # noqa: E402
@@ -58,6 +57,7 @@ from fleet_rl.kernel.job_table import JobTable  # noqa: E402
 from fleet_rl.kernel.simulate import PlanRows, job_values, simulate  # noqa: E402
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES  # noqa: E402
 from fleet_rl.scenario import Scenario  # noqa: E402
+from fleet_rl.scenario_generator import TierSpec, draw_scenario  # noqa: E402
 from fleet_rl.solved_scenarios import solved_scenario  # noqa: E402
 
 NORM_FORMATS = ("fp32", "bf16", "fp16")  # fp8/int8/int4 norms are unstable in every kind
@@ -227,11 +227,11 @@ def mean_percent(scenarios: list[Scenario], plans: list[dict]) -> float:
     return 100.0 * float(np.mean([e.score for e in evaluate_batch(scenarios, plans)]))
 
 
-def distinct_optima(task: str, split: str, count: int = DISTINCT_OPTIMA_SCENARIOS) -> int:
+def distinct_optima(tier: TierSpec, task: str, split: str, count: int = DISTINCT_OPTIMA_SCENARIOS) -> int:
     """How many of the first ``count`` scenarios' optimal plans differ (job ids replaced by their index)."""
     seen = set()
     for seed in range(count):
-        plan = solved_scenario(make_scenario(task, seed, split)).optimal_plan
+        plan = solved_scenario(draw_scenario(tier, task, seed, split)).optimal_plan
         seen.add(json.dumps([{**part, "id": i} for i, part in enumerate(plan["jobs"])], sort_keys=True))
     return len(seen)
 
@@ -244,9 +244,11 @@ def describe(settings: dict[int, Setting], kinds: set[int]) -> dict:
     }
 
 
-def run_task(task: str, num_scenarios: int, split: str) -> dict:
+def run_task(task: str, num_scenarios: int, split: str, tier: TierSpec) -> dict:
+    """The report for ``num_scenarios`` scenarios of ``task`` drawn from ``tier`` (the committed one, or it
+    with floors for a what-if)."""
     start = time.perf_counter()
-    scenarios = [make_scenario(task, seed, split) for seed in range(num_scenarios)]
+    scenarios = [draw_scenario(tier, task, seed, split) for seed in range(num_scenarios)]
     kinds = {KINDS.index(job.kind) for s in scenarios for job in s.jobs}
     rules = {}
     for rule in SPLIT_RULES:
@@ -264,25 +266,19 @@ def run_task(task: str, num_scenarios: int, split: str) -> dict:
         "best_rule": best_rule,
         "even_bf16_percent": round(mean_percent(scenarios, [even_bf16(s) for s in scenarios]), 1),
         "heuristic_percent": round(mean_percent(scenarios, [heuristic(s) for s in scenarios]), 1),
-        f"distinct_optimal_plans_of_first_{DISTINCT_OPTIMA_SCENARIOS}": distinct_optima(task, split),
+        f"distinct_optimal_plans_of_first_{DISTINCT_OPTIMA_SCENARIOS}": distinct_optima(tier, task, split),
         "rules": rules,
         "seconds": round(time.perf_counter() - start, 1),
     }
 
 
-@contextlib.contextmanager
-def tiers_with_floors(prob: float | None, fractions: tuple[float, ...]) -> Iterator[None]:
-    """Every tier draws throughput floors with ``prob`` and ``fractions`` inside the block (``None``: the
-    tiers as committed); the committed tiers are back afterwards, whatever happens inside."""
-    committed = dict(scenario_generator.TIERS)
-    if prob is not None:
-        for task, tier in committed.items():
-            replaced = dataclasses.replace(tier, floor_prob=prob, floor_fractions=fractions)
-            scenario_generator.TIERS[task] = replaced
-    try:
-        yield
-    finally:
-        scenario_generator.TIERS.update(committed)
+def tier_for_run(task: str, floor_prob: float | None, floor_fractions: tuple[float, ...]) -> TierSpec:
+    """The tier this run draws ``task`` from: the committed one, or (``floor_prob`` given) it drawing
+    throughput floors with ``floor_prob`` and ``floor_fractions``; the committed tiers are never changed."""
+    tier = scenario_generator.TIERS[task]
+    if floor_prob is None:
+        return tier
+    return dataclasses.replace(tier, floor_prob=floor_prob, floor_fractions=floor_fractions)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -301,8 +297,10 @@ def main(argv: list[str] | None = None) -> dict:
     report: dict = {"machine": cpu_model(), "split": args.split}
     if args.floor_prob is not None:
         report["floors"] = {"floor_prob": args.floor_prob, "floor_fractions": list(fractions)}
-    with tiers_with_floors(args.floor_prob, fractions):
-        report["tasks"] = {task: run_task(task, args.scenarios, args.split) for task in args.tasks}
+    report["tasks"] = {
+        task: run_task(task, args.scenarios, args.split, tier_for_run(task, args.floor_prob, fractions))
+        for task in args.tasks
+    }
     print(json.dumps(report, indent=2))
     return report
 

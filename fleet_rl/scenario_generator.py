@@ -337,13 +337,19 @@ def make_scenario(task: str, seed: int, split: str = "train") -> Scenario:
     """Scenario number ``seed`` of tier ``task`` in ``split``; a pure function of its three arguments."""
     if task not in TIERS:
         raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+    return draw_scenario(TIERS[task], task, seed, split)
+
+
+def draw_scenario(tier: TierSpec, task: str, seed: int, split: str = "train") -> Scenario:
+    """Scenario number ``seed`` drawn from ``tier``, its random stream named by ``task``: a tier changed only
+    in its floors gives the same clusters and jobs as ``TIERS[task]``, which is how a what-if on a tier
+    (``benchmarks/templates.py --floor_prob``) runs before the tier is committed."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
     if isinstance(seed, bool):
         raise TypeError("seed must be an int, got bool")
     seed = operator.index(seed)  # ints and numpy integers; refuses floats and strings
     rng = random.Random(f"fleet_rl/{task}/{split}/{seed}")
-    tier = TIERS[task]
     for _ in range(_SCENARIO_ATTEMPTS):
         scenario = _draw(rng, tier, split)
         if scenario is not None and _every_job_can_run(scenario):

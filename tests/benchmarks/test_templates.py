@@ -57,12 +57,12 @@ def test_the_command_prints_a_report_per_task(capsys):
     assert 1 <= report["distinct_optimal_plans_of_first_60"] <= 60
 
 
-def test_floor_what_if_draws_floors_only_inside_the_block_and_restores_the_tiers():
+def test_floor_what_if_draws_floors_from_a_copy_of_the_tier_and_leaves_the_committed_one():
     committed = make_scenario("easy", 0, "eval")
     assert all(job.min_tokens_per_s is None for job in committed.jobs)
-    with templates.tiers_with_floors(1.0, (0.5,)):
-        floored = make_scenario("easy", 0, "eval")
-        assert all(job.min_tokens_per_s is not None for job in floored.jobs)
+    assert templates.tier_for_run("easy", None, (0.5,)) is templates.scenario_generator.TIERS["easy"]
+    floored = templates.draw_scenario(templates.tier_for_run("easy", 1.0, (0.5,)), "easy", 0, "eval")
+    assert all(job.min_tokens_per_s is not None for job in floored.jobs)
     assert make_scenario("easy", 0, "eval") == committed
     # the same cluster and jobs, floors added (a what-if on the committed scenarios, not other ones)
     assert floored.cluster == committed.cluster
