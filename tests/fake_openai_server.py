@@ -3,9 +3,10 @@
 Its behaviour is picked by the request's model name: ``heuristic`` answers the heuristic baseline's plan for
 the scenario in a compact-style prompt; ``prose`` answers without a plan; ``empty`` with no text; ``slow``
 after 3 s; ``rate-limited`` always 429; ``flaky`` 429 on a prompt's first request, then ``heuristic``;
-``flaky-503`` the same with 503; ``echo-key`` 401 quoting the Authorization header it received (as a
-careless server might). ``requests`` counts the requests per model; ``in_flight_max`` the most requests it
-held at once.
+``flaky-503`` the same with 503; ``half-broken`` 500 every time for every other new prompt (the first,
+third, ... it sees; ``broken`` holds their ``json.dumps(messages)``), ``heuristic`` for the rest;
+``echo-key`` 401 quoting the Authorization header it received (as a careless server might). ``requests``
+counts the requests per model; ``in_flight_max`` the most requests it held at once.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class FakeOpenAI:
     def __init__(self) -> None:
         self.requests: Counter[str] = Counter()
         self.seen: set[str] = set()
+        self.broken: set[str] = set()
+        self._answered: set[str] = set()
         self.in_flight = self.in_flight_max = 0
         self.app = FastAPI()
         self.app.post("/v1/chat/completions")(self._chat)
@@ -76,6 +79,13 @@ class FakeOpenAI:
                     self.seen.add(key)
                     status = 429 if model == "flaky" else 503
                     return JSONResponse({"error": {"message": "busy"}}, status_code=status)
+                return _completion(model, _heuristic_answer(messages))
+            if model == "half-broken":
+                prompt = json.dumps(messages)
+                if prompt not in self.broken and prompt not in self._answered:
+                    (self.broken if len(self.broken) <= len(self._answered) else self._answered).add(prompt)
+                if prompt in self.broken:
+                    return JSONResponse({"error": {"message": "internal error"}}, status_code=500)
                 return _completion(model, _heuristic_answer(messages))
             if model == "echo-key":
                 header = request.headers.get("authorization", "")

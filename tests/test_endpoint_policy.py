@@ -75,9 +75,56 @@ def test_a_429_storm_or_a_dead_endpoint_stops_with_a_clear_message(fake, tmp_pat
     with pytest.raises(EndpointError, match=r"every request to .* failed: RateLimitError 429"):
         _evaluate(_settings(fake, "rate-limited", max_retries=1), tmp_path)
     assert fake.requests["rate-limited"] == 12  # 6 prompts x (1 try + 1 retry)
+    records = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and len({record["key"] for record in records}) == 6  # every prompt's outcome
+    for record in records:  # kept as failures, never as answers
+        assert record["text"] == "" and "RateLimitError 429" in record["error"]
+        assert record["prompt_tokens"] == record["completion_tokens"] == 0
+    with pytest.raises(EndpointError, match="RateLimitError 429"):  # a rerun asks every failed item again
+        _evaluate(_settings(fake, "rate-limited", max_retries=0), tmp_path)
+    assert fake.requests["rate-limited"] == 18
+    assert len((tmp_path / "answers.jsonl").read_text().splitlines()) == 12
     dead = EndpointSettings(model="m", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
     with pytest.raises(EndpointError, match="APIConnectionError"):
         _evaluate(dead)
+
+
+def test_prompts_that_keep_failing_score_zero_and_the_others_are_scored(fake, tmp_path):
+    output = tmp_path / "report"
+    argv = [
+        "--policies", "openai:half-broken,even_bf16", "--base_url", fake.base_url, "--max_retries", "1",
+        "--num_scenarios", "6", "--tasks", *TASKS, "--prompt_style", "compact", "--output_dir", str(output),
+    ]  # fmt: skip
+    endpoint, baseline = eval_main(argv)["policies"]
+    assert "error" not in endpoint and "summary" in baseline  # neither the policy nor the command failed
+    rows = scenario_rows(TASKS, 6, dataset_seed=EVAL_DATASET_SEED, split="eval", prompt_style="compact")
+    broken = [json.dumps(row["prompt"]) in fake.broken for row in rows]
+    assert sum(broken) == 3 and fake.requests["half-broken"] == 3 + 3 * 2  # a broken prompt: try + retry
+    good = {i: format_answer(heuristic(Scenario.from_json(row["scenario"]))) for i, row in enumerate(rows)}
+    answers = ["" if broken[i] else good[i] for i in range(len(rows))]
+    expected = summarise(rows, answers, [0 if failed else 20 for failed in broken])
+    summary = endpoint["summary"]
+    assert expected["mean_percent_of_optimum"] > 0
+    for key in ("mean_percent_of_optimum", "mean_fleet_reward", "valid_plan_rate", "mean_completion_tokens"):
+        assert summary[key] == pytest.approx(expected[key]), key
+    assert summary["usage"] == {
+        "requests": 6,
+        "failed_requests": 3,
+        "prompt_tokens": 300,
+        "completion_tokens": 60,
+    }
+    failed_items = [(row["task"], row["seed"]) for row, failed in zip(rows, broken, strict=True) if failed]
+    assert sorted((error["task"], error["seed"]) for error in summary["errors"]) == sorted(failed_items)
+    assert all("InternalServerError 500" in error["error"] for error in summary["errors"])
+    answers_file = output / "answers" / "half-broken.jsonl"
+    records = [json.loads(line) for line in answers_file.read_text().splitlines()]
+    assert sorted(record["text"] for record in records if record["error"] is None) == sorted(
+        good[i] for i in range(len(rows)) if not broken[i]
+    )
+    assert [record["text"] for record in records if record["error"] is not None] == ["", "", ""]
+    again = eval_main(argv)["policies"][0]["summary"]  # a rerun asks only the failed items, which fail again
+    assert fake.requests["half-broken"] == 9 + 3 * 2
+    assert again["mean_percent_of_optimum"] == pytest.approx(summary["mean_percent_of_optimum"])
 
 
 def test_a_timeout_is_a_zero_for_that_item_and_a_clear_error(fake):
