@@ -16,7 +16,8 @@ held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries h
   ``fleet_rl/endpoint_policy.py``) adds ``usage`` (requests, failed_requests, prompt_tokens,
   completion_tokens), ``errors`` (its first failed items) and ``endpoint`` (model, base_url, temperature,
   max_tokens; never the key). A policy that failed has ``"error"`` (the message) instead of a summary;
-- ``report.md``: the table a person reads, % of optimum per tier and the rates, policies in the order given;
+- ``report.md``: the table a person reads, % of optimum per tier and the rates, policies in the order given,
+  and under it the endpoint policies' ``usage`` (requests, failed requests, prompt and completion tokens);
 - ``percent_of_optimum.png``: % of optimum by policy and tier (grouped bars);
 - with a training run (``--run DIR``): ``report.json``'s ``"run"``, ``{"dir", "global_step", "curves":
   {series: [[step, value], ...]}}`` (``fleet_rl/run_curves.py``: ``reward``, ``rewards/<name>/mean``,
@@ -81,9 +82,20 @@ def markdown(report: dict) -> str:
         "% of optimum counts degenerate (IRD) answers as 0; crash: some job the answer places fails (oom, "
         "unsupported format or unstable numerics); tokens: mean completion length of a model policy.",
     ]
+    usage = [_usage_line(policy) for policy in report["policies"] if "usage" in policy.get("summary", {})]
+    if usage:
+        lines += ["", "Endpoint usage (tokens as the endpoint reported them):", "", *usage]
     if "run" in report:
         lines += ["", _run_line(report["run"])]
     return "\n".join(lines) + "\n"
+
+
+def _usage_line(policy: dict) -> str:
+    usage = policy["summary"]["usage"]
+    return (
+        f"- `{policy['name']}`: {usage['requests']} requests, {usage['failed_requests']} failed; "
+        f"{usage['prompt_tokens']} prompt tokens, {usage['completion_tokens']} completion tokens"
+    )
 
 
 def _run_line(run: dict) -> str:

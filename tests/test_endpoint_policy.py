@@ -122,6 +122,8 @@ def test_prompts_that_keep_failing_score_zero_and_the_others_are_scored(fake, tm
         good[i] for i in range(len(rows)) if not broken[i]
     )
     assert [record["text"] for record in records if record["error"] is not None] == ["", "", ""]
+    usage = "- `openai:half-broken`: 6 requests, 3 failed; 300 prompt tokens, 60 completion tokens"
+    assert usage in (output / "report.md").read_text().splitlines()
     again = eval_main(argv)["policies"][0]["summary"]  # a rerun asks only the failed items, which fail again
     assert fake.requests["half-broken"] == 9 + 3 * 2
     assert again["mean_percent_of_optimum"] == pytest.approx(summary["mean_percent_of_optimum"])
@@ -169,7 +171,10 @@ def test_eval_reports_an_endpoint_beside_baselines(fake, tmp_path):
     ])  # fmt: skip
     endpoint = report["policies"][0]
     assert endpoint["kind"] == "endpoint" and endpoint["summary"]["usage"]["requests"] == 4
-    assert "`openai:heuristic`" in (output / "report.md").read_text()
+    table = (output / "report.md").read_text()
+    assert "`openai:heuristic`" in table
+    usage = "- `openai:heuristic`: 4 requests, 0 failed; 400 prompt tokens, 80 completion tokens"
+    assert usage in table.splitlines() and "- `even_bf16`" not in table  # usage for the endpoint only
     assert (output / "answers" / "heuristic.jsonl").exists()
 
 
