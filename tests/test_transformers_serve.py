@@ -1,8 +1,10 @@
 """A real ``transformers serve`` process on 127.0.0.1: eval's endpoint policy gets the same greedy answers,
-hence the same scores, as the in-process evaluation of the same model on the same prompts."""
+hence the same scores, as the in-process evaluation of the same model on the same prompts; for the tiny
+model, ``eval.py --policies openai:<model dir> --base_url ...`` reports them too."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from eval import main as eval_main
 from fleet_rl.endpoint_policy import EndpointSettings, evaluate_endpoint
 from fleet_rl.server.subprocess_server import free_port
 from fleet_rl.smollm2 import DEFAULT_SMOLLM2_DIR, ensure_smollm2
@@ -81,6 +84,13 @@ def test_served_greedy_answers_score_like_in_process(name, tmp_path):
             served = evaluate_endpoint(
                 settings, num_scenarios=SCENARIOS, tasks=TASKS, prompt_style="compact", num_samples=SCENARIOS
             )
+            if name == "tiny":  # the command end to end, against the same process
+                report = eval_main([
+                    "--policies", f"openai:{model_dir}", "--base_url", settings.base_url,
+                    "--num_scenarios", str(SCENARIOS), "--tasks", *TASKS, "--prompt_style", "compact",
+                    "--max_new_tokens", str(TOKENS), "--concurrency", "1",
+                    "--output_dir", str(tmp_path / "report"),
+                ])  # fmt: skip
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -95,3 +105,15 @@ def test_served_greedy_answers_score_like_in_process(name, tmp_path):
     assert [s["completion"] for s in served["samples"]] == [s["completion"] for s in local["samples"]]
     for key in SCORES:
         assert served[key] == pytest.approx(local[key]), key
+    if name == "tiny":
+        (policy,) = report["policies"]
+        assert policy["kind"] == "endpoint" and "error" not in policy, policy.get("error")
+        assert policy["summary"]["usage"]["failed_requests"] == 0
+        for key in SCORES:
+            assert policy["summary"][key] == pytest.approx(local[key]), key
+        table = (tmp_path / "report" / "report.md").read_text()
+        row = next(line for line in table.splitlines() if line.startswith(f"| `openai:{model_dir}`"))
+        assert row.split(" | ")[1] == f"{local['mean_percent_of_optimum']:.1f}"
+        (answers,) = (tmp_path / "report" / "answers").glob("*.jsonl")  # the same greedy answers
+        texts = [json.loads(line)["text"] for line in answers.read_text().splitlines()]
+        assert sorted(texts) == sorted(sample["completion"] for sample in local["samples"])
