@@ -1,5 +1,5 @@
-"""FleetToolEnvironment + refinement_reward: TRL's environment_factory contract, checks that cost, and the
-final answer scored by the training reward."""
+"""FleetToolEnvironment + refinement_reward: TRL's environment_factory contract, checks that cost, the
+final answer scored by the training reward, and the same episodes on an environment server (base_urls)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from transformers.utils import get_json_schema
 from fleet_rl.baselines import even_bf16, heuristic
 from fleet_rl.env.trl_environment import FleetToolEnvironment, refinement_reward, tool_chat_template
 from fleet_rl.prompts import format_answer
+from fleet_rl.server.subprocess_server import server_process
 from fleet_rl.tiny_model import build_tokenizer
 from fleet_rl.training.dataset import planner_answer, scenario_rows
 from rewards import fleet_reward
@@ -60,6 +61,26 @@ def test_reset_starts_a_new_episode_for_a_pooled_instance():
     refinement_reward(["{}"], environments=[env])
     env.reset(**ROWS[2])
     assert env.checks == 0 and env.check_plan("{}").startswith("Turn 1 of 2")
+
+
+def _episode(env, row) -> tuple[list[str], float, int]:
+    env.reset(**row)
+    feedback = [env.check_plan(_answer(even_bf16, row)), env.check_plan("{not a plan")]
+    (reward,) = refinement_reward([_answer(heuristic, row)], environments=[env])
+    return feedback, reward, env.checks
+
+
+def test_base_urls_run_the_episodes_on_the_server_with_the_in_process_feedback_and_reward():
+    rows = [next(row for row in ROWS if row["task"] == task) for task in ("medium", "multiagent")]
+    with server_process() as url:
+        for row in rows:
+            local = _episode(FleetToolEnvironment(max_turns=3, turn_cost=0.05), row)
+            remote = _episode(FleetToolEnvironment(max_turns=3, turn_cost=0.05, base_urls=[url]), row)
+            assert remote[0] == local[0] and remote[2] == local[2] == 2
+            assert local[0][0].startswith("Turn 1 of 3") and local[0][1].startswith("Turn 2 of 3")
+            assert remote[1] == pytest.approx(local[1], abs=1e-12)
+    with pytest.raises(ConnectionError):  # the server gone, an instance pointed at it cannot run an episode
+        FleetToolEnvironment(max_turns=3, base_urls=[url]).reset(**rows[0])
 
 
 def test_the_tool_schema_is_what_trl_renders():
