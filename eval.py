@@ -23,7 +23,8 @@ directories, comma-separated, loaded with the same flags) on the same scenarios 
 (``fleet_rl/evaluation_report.py`` documents the keys). ``openai:<model name>`` in ``--policies`` is a model
 behind an OpenAI-compatible endpoint at ``--base_url`` (``fleet_rl/endpoint_policy.py``: the same prompts and
 rewards, bounded concurrency, timeouts, retries; the key from the environment variable ``--api_key_env``
-names; its answers are kept in ``<output_dir>/answers/`` so a rerun asks only what is missing).
+names; its answers are kept in ``<output_dir>/answers/`` so a rerun with the same endpoint, model,
+temperature and max_tokens asks only what is missing; other settings ask everything again).
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ stops with ``EndpointError`` naming it, rather than reporting a policy that scor
 
 Answers are appended to ``answers_file`` (JSON lines, one per finished item) as they arrive, so an
 interrupted evaluation loses nothing: run it again with the same file and only the missing items are asked.
+Each record holds the prompt's hash (``key``: the whole chat, system prompt included) and the hash of the
+request settings that produced it (``settings``: base URL, model, temperature, max_tokens; never the key).
+An answer is reused only by a run with the same prompt and the same settings, and only if it has no error;
+records of other settings stay in the file, unused. ``usage`` counts this run's requests only (distinct
+prompts asked, their failures and tokens); ``reused_answers`` counts the prompts answered from the file.
 
 The API key is read from the environment variable ``api_key_env`` names, never from the command line, and
 never written: error messages are scrubbed of it before they reach a log or a report. Without the variable
@@ -77,10 +82,33 @@ class EndpointAnswer:
     error: str | None
     prompt_tokens: int
     completion_tokens: int
+    reused: bool = False  # read from the answers file (asked in an earlier run), not requested in this one
+
+    def record(self, prompt_key: str, settings_key: str) -> dict:
+        """The answers file's line for this answer."""
+        return {
+            "key": prompt_key,
+            "settings": settings_key,
+            "text": self.text,
+            "error": self.error,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
 
 
 def _prompt_key(messages: Sequence[dict]) -> str:
     return hashlib.sha256(json.dumps(list(messages), sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _settings_key(settings: EndpointSettings) -> str:
+    """What, besides the prompt, decides an answer: an answer is reused only under the same one."""
+    request = {
+        "base_url": settings.base_url.rstrip("/"),
+        "model": settings.model,
+        "temperature": float(settings.temperature),
+        "max_tokens": int(settings.max_tokens),
+    }
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _scrub(message: str, key: str | None) -> str:
@@ -116,17 +144,20 @@ async def _ask(client, settings: EndpointSettings, messages, semaphore, key: str
     return EndpointAnswer(text, None, *tokens)
 
 
-def _load_answers(path: Path | None) -> dict[str, EndpointAnswer]:
+def _load_answers(path: Path | None, settings_key: str) -> dict[str, EndpointAnswer]:
+    """The answers in ``path`` produced under ``settings_key`` (the last one per prompt)."""
     if path is None or not path.exists():
         return {}
     answers = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             record = json.loads(line)
+            if record.get("settings") != settings_key:
+                continue  # other settings (or a record from before settings were kept): not this answer
             answers[record["key"]] = EndpointAnswer(
-                record["text"], record["error"], record["prompt_tokens"], record["completion_tokens"]
+                record["text"], record["error"], record["prompt_tokens"], record["completion_tokens"], True
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a line cut short by an interruption: that item is asked again
     return answers
 
@@ -146,6 +177,7 @@ async def _answer_all(prompts, settings: EndpointSettings, path: Path | None, do
     for messages in prompts:
         todo.setdefault(_prompt_key(messages), messages)
     todo = {k: m for k, m in todo.items() if k not in done or done[k].error is not None}
+    settings_key = _settings_key(settings)
     log = path.open("a", encoding="utf-8") if path is not None else None
 
     async def ask(prompt_key: str, messages) -> tuple[str, EndpointAnswer]:
@@ -156,7 +188,7 @@ async def _answer_all(prompts, settings: EndpointSettings, path: Path | None, do
             prompt_key, answer = await finished
             done[prompt_key] = answer
             if log is not None:  # each answer on disk as it arrives: an interruption loses nothing
-                log.write(json.dumps({"key": prompt_key, **answer.__dict__}) + "\n")
+                log.write(json.dumps(answer.record(prompt_key, settings_key)) + "\n")
                 log.flush()
     finally:
         if log is not None:
@@ -168,11 +200,12 @@ def answer_prompts(
     prompts: Sequence[Sequence[dict]], settings: EndpointSettings, *, answers_file: str | Path | None = None
 ) -> list[EndpointAnswer]:
     """One answer per chat prompt (see the module docstring); answers already in ``answers_file`` without
-    an error are reused. ``EndpointError`` if every request failed the same way."""
+    an error and under the same settings are reused (``reused=True``). ``EndpointError`` if every request
+    failed the same way."""
     path = Path(answers_file) if answers_file is not None else None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-    done = _load_answers(path)
+    done = _load_answers(path, _settings_key(settings))
     asyncio.run(_answer_all(prompts, settings, path, done))
     answers = [done[_prompt_key(messages)] for messages in prompts]
     errors = {answer.error for answer in answers}
@@ -192,7 +225,8 @@ def evaluate_endpoint(
     num_samples: int = 3,
 ) -> dict:
     """The endpoint's answers to the held-out rows ``evaluate_policy`` answers, scored by the training
-    rewards (``heldout.summarise``), with the requests' token usage and failures."""
+    rewards (``heldout.summarise``), with this run's requests (``usage``: distinct prompts asked, failed,
+    their tokens; ``reused_answers``: prompts answered from ``answers_file`` instead) and failures."""
     from fleet_rl.training.dataset import scenario_rows
     from fleet_rl.training.heldout import EVAL_DATASET_SEED, summarise
 
@@ -201,11 +235,15 @@ def evaluate_endpoint(
     answers = answer_prompts([row["prompt"] for row in rows], settings, answers_file=answers_file)
     summary = summarise(rows, [a.text for a in answers], [a.completion_tokens for a in answers])
     failed = [(row, a.error) for row, a in zip(rows, answers, strict=True) if a.error is not None]
+    asked, reused = {}, {}  # per distinct prompt: a prompt met twice was asked (or reused) once
+    for row, answer in zip(rows, answers, strict=True):
+        (reused if answer.reused else asked)[_prompt_key(row["prompt"])] = answer
     summary["usage"] = {
-        "requests": len(answers),
-        "failed_requests": len(failed),
-        "prompt_tokens": sum(a.prompt_tokens for a in answers),
-        "completion_tokens": sum(a.completion_tokens for a in answers),
+        "requests": len(asked),
+        "failed_requests": sum(a.error is not None for a in asked.values()),
+        "prompt_tokens": sum(a.prompt_tokens for a in asked.values()),
+        "completion_tokens": sum(a.completion_tokens for a in asked.values()),
+        "reused_answers": len(reused),
     }
     summary["errors"] = [{"task": row["task"], "seed": row["seed"], "error": err} for row, err in failed[:10]]
     summary["endpoint"] = {

@@ -13,11 +13,14 @@ held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries h
   ``mean_fleet_reward``, ``valid_plan_rate``, ``feasible_rate``, ``crash_rate`` and ``oom_rate`` /
   ``unsupported_rate`` / ``unstable_rate``, ``ird_rate``, and for model policies
   ``mean_completion_tokens`` (plus a few ``samples``); an endpoint policy (``openai:<model>``,
-  ``fleet_rl/endpoint_policy.py``) adds ``usage`` (requests, failed_requests, prompt_tokens,
-  completion_tokens), ``errors`` (its first failed items) and ``endpoint`` (model, base_url, temperature,
-  max_tokens; never the key). A policy that failed has ``"error"`` (the message) instead of a summary;
+  ``fleet_rl/endpoint_policy.py``) adds ``usage`` (this run's requests, failed_requests, prompt_tokens,
+  completion_tokens, and ``reused_answers``: prompts answered from an earlier run's answers file under the
+  same settings, not asked again), ``errors`` (its first failed items) and ``endpoint`` (model, base_url,
+  temperature, max_tokens; never the key). A policy that failed has ``"error"`` (the message) instead of a
+  summary;
 - ``report.md``: the table a person reads, % of optimum per tier and the rates, policies in the order given,
-  and under it the endpoint policies' ``usage`` (requests, failed requests, prompt and completion tokens);
+  and under it the endpoint policies' ``usage`` (this run's requests, failed requests, prompt and completion
+  tokens, and the answers reused from an earlier run);
 - ``percent_of_optimum.png``: % of optimum by policy and tier (grouped bars);
 - with a training run (``--run DIR``): ``report.json``'s ``"run"``, ``{"dir", "global_step", "curves":
   {series: [[step, value], ...]}}`` (``fleet_rl/run_curves.py``: ``reward``, ``rewards/<name>/mean``,
@@ -84,7 +87,7 @@ def markdown(report: dict) -> str:
     ]
     usage = [_usage_line(policy) for policy in report["policies"] if "usage" in policy.get("summary", {})]
     if usage:
-        lines += ["", "Endpoint usage (tokens as the endpoint reported them):", "", *usage]
+        lines += ["", "Endpoint usage of this run (tokens as the endpoint reported them):", "", *usage]
     if "run" in report:
         lines += ["", _run_line(report["run"])]
     return "\n".join(lines) + "\n"
@@ -94,7 +97,8 @@ def _usage_line(policy: dict) -> str:
     usage = policy["summary"]["usage"]
     return (
         f"- `{policy['name']}`: {usage['requests']} requests, {usage['failed_requests']} failed; "
-        f"{usage['prompt_tokens']} prompt tokens, {usage['completion_tokens']} completion tokens"
+        f"{usage['prompt_tokens']} prompt tokens, {usage['completion_tokens']} completion tokens; "
+        f"{usage.get('reused_answers', 0)} answers reused from an earlier run"
     )
 
 

@@ -1,8 +1,10 @@
 """The endpoint policy against a fake OpenAI-compatible server: scores equal to the same answers scored
-in process, bounded concurrency, retries, timeouts, failures per item, resumable answers, no key leaks."""
+in process, bounded concurrency, retries, timeouts, failures per item, resumable answers reused only under
+the same request settings, usage of this run only, no key leaks."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -50,6 +52,7 @@ def test_answers_are_scored_like_the_same_answers_in_process(fake):
         "failed_requests": 0,
         "prompt_tokens": 600,
         "completion_tokens": 120,
+        "reused_answers": 0,
     }
     assert summary["mean_completion_tokens"] == 20 and summary["errors"] == []
     assert fake.in_flight_max <= 3
@@ -112,6 +115,7 @@ def test_prompts_that_keep_failing_score_zero_and_the_others_are_scored(fake, tm
         "failed_requests": 3,
         "prompt_tokens": 300,
         "completion_tokens": 60,
+        "reused_answers": 0,
     }
     failed_items = [(row["task"], row["seed"]) for row, failed in zip(rows, broken, strict=True) if failed]
     assert sorted((error["task"], error["seed"]) for error in summary["errors"]) == sorted(failed_items)
@@ -122,11 +126,26 @@ def test_prompts_that_keep_failing_score_zero_and_the_others_are_scored(fake, tm
         good[i] for i in range(len(rows)) if not broken[i]
     )
     assert [record["text"] for record in records if record["error"] is not None] == ["", "", ""]
-    usage = "- `openai:half-broken`: 6 requests, 3 failed; 300 prompt tokens, 60 completion tokens"
+    usage = (
+        "- `openai:half-broken`: 6 requests, 3 failed; 300 prompt tokens, 60 completion tokens; "
+        "0 answers reused from an earlier run"
+    )
     assert usage in (output / "report.md").read_text().splitlines()
     again = eval_main(argv)["policies"][0]["summary"]  # a rerun asks only the failed items, which fail again
     assert fake.requests["half-broken"] == 9 + 3 * 2
     assert again["mean_percent_of_optimum"] == pytest.approx(summary["mean_percent_of_optimum"])
+    assert again["usage"] == {  # this run's requests only: the 3 good answers were not asked again
+        "requests": 3,
+        "failed_requests": 3,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "reused_answers": 3,
+    }
+    usage = (
+        "- `openai:half-broken`: 3 requests, 3 failed; 0 prompt tokens, 0 completion tokens; "
+        "3 answers reused from an earlier run"
+    )
+    assert usage in (output / "report.md").read_text().splitlines()
 
 
 def test_a_timeout_is_a_zero_for_that_item_and_a_clear_error(fake):
@@ -145,6 +164,64 @@ def test_answers_are_kept_as_they_arrive_and_a_rerun_asks_only_what_is_missing(f
     again = _evaluate(settings, tmp_path)
     assert fake.requests["heuristic"] == asked + 3
     assert again["mean_percent_of_optimum"] == pytest.approx(first["mean_percent_of_optimum"])
+    assert again["usage"] == {  # the 3 asked now, not the 3 read back
+        "requests": 3,
+        "failed_requests": 0,
+        "prompt_tokens": 300,
+        "completion_tokens": 60,
+        "reused_answers": 3,
+    }
+
+
+def _usage(requests: int, reused: int) -> dict:
+    return {
+        "requests": requests,
+        "failed_requests": 0,
+        "prompt_tokens": 100 * requests,
+        "completion_tokens": 20 * requests,
+        "reused_answers": reused,
+    }
+
+
+@pytest.mark.parametrize("change", ["temperature", "max_tokens", "base_url"])
+def test_answers_are_reused_only_under_the_same_request_settings(fake, tmp_path, change):
+    with FakeOpenAI() as other:  # the same answers at another address: another endpoint all the same
+
+        def asked() -> int:
+            return fake.requests["heuristic"] + other.requests["heuristic"]
+
+        settings = _settings(fake, "heuristic")
+        changed = {"temperature": 0.7, "max_tokens": 64, "base_url": other.base_url}[change]
+        changed = dataclasses.replace(settings, **{change: changed})
+        start = asked()
+        first = _evaluate(settings, tmp_path)
+        assert first["usage"] == _usage(6, 0) and asked() == start + 6
+        assert _evaluate(changed, tmp_path)["usage"] == _usage(6, 0)  # every prompt asked again
+        assert asked() == start + 12
+        for again in (settings, changed):  # the same settings: nothing asked, every answer reused
+            summary = _evaluate(again, tmp_path)
+            assert summary["usage"] == _usage(0, 6) and asked() == start + 12
+            assert summary["mean_percent_of_optimum"] == pytest.approx(first["mean_percent_of_optimum"])
+        assert other.requests["heuristic"] == (6 if change == "base_url" else 0)  # asked where it was told
+    records = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert len(records) == 12  # the first settings' answers are kept beside the second's
+    by_settings = {}
+    for record in records:
+        by_settings.setdefault(record["settings"], set()).add(record["key"])
+    assert len(by_settings) == 2 and [len(keys) for keys in by_settings.values()] == [6, 6]
+
+
+def test_answers_without_settings_are_asked_again(fake, tmp_path):
+    settings = _settings(fake, "heuristic")
+    _evaluate(settings, tmp_path)
+    path = tmp_path / "answers.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "settings"}) + "\n" for r in records)
+    )
+    asked = fake.requests["heuristic"]
+    assert _evaluate(settings, tmp_path)["usage"] == _usage(6, 0)  # whose settings they were is unknown
+    assert fake.requests["heuristic"] == asked + 6
 
 
 def test_the_key_is_sent_but_never_written(fake, tmp_path, monkeypatch, capsys):
@@ -165,17 +242,33 @@ def test_the_key_is_sent_but_never_written(fake, tmp_path, monkeypatch, capsys):
 
 def test_eval_reports_an_endpoint_beside_baselines(fake, tmp_path):
     output = tmp_path / "report"
-    report = eval_main([
+    argv = [
         "--policies", "openai:heuristic,even_bf16", "--base_url", fake.base_url, "--num_scenarios", "4",
         "--tasks", "easy", "--prompt_style", "compact", "--output_dir", str(output),
-    ])  # fmt: skip
+    ]  # fmt: skip
+    report = eval_main(argv)
     endpoint = report["policies"][0]
     assert endpoint["kind"] == "endpoint" and endpoint["summary"]["usage"]["requests"] == 4
     table = (output / "report.md").read_text()
     assert "`openai:heuristic`" in table
-    usage = "- `openai:heuristic`: 4 requests, 0 failed; 400 prompt tokens, 80 completion tokens"
+    usage = (
+        "- `openai:heuristic`: 4 requests, 0 failed; 400 prompt tokens, 80 completion tokens; "
+        "0 answers reused from an earlier run"
+    )
     assert usage in table.splitlines() and "- `even_bf16`" not in table  # usage for the endpoint only
     assert (output / "answers" / "heuristic.jsonl").exists()
+    asked = fake.requests["heuristic"]
+    again = eval_main(argv)["policies"][0]["summary"]  # the same flags: nothing asked
+    assert fake.requests["heuristic"] == asked and again["usage"]["reused_answers"] == 4
+    assert again["mean_percent_of_optimum"] == pytest.approx(endpoint["summary"]["mean_percent_of_optimum"])
+    usage = (
+        "- `openai:heuristic`: 0 requests, 0 failed; 0 prompt tokens, 0 completion tokens; "
+        "4 answers reused from an earlier run"
+    )
+    assert usage in (output / "report.md").read_text().splitlines()
+    hotter = eval_main([*argv, "--temperature", "0.5"])["policies"][0]["summary"]  # another temperature
+    assert fake.requests["heuristic"] == asked + 4 and hotter["usage"]["requests"] == 4
+    assert hotter["usage"]["reused_answers"] == 0
 
 
 @pytest.mark.parametrize(
