@@ -162,7 +162,9 @@ def _load_answers(path: Path | None, settings_key: str) -> dict[str, EndpointAns
     return answers
 
 
-async def _answer_all(prompts, settings: EndpointSettings, path: Path | None, done: dict) -> None:
+async def _answer_all(
+    prompts, settings: EndpointSettings, settings_key: str, path: Path | None, done: dict
+) -> None:
     import openai
 
     key = os.environ.get(settings.api_key_env) or None
@@ -177,7 +179,6 @@ async def _answer_all(prompts, settings: EndpointSettings, path: Path | None, do
     for messages in prompts:
         todo.setdefault(_prompt_key(messages), messages)
     todo = {k: m for k, m in todo.items() if k not in done or done[k].error is not None}
-    settings_key = _settings_key(settings)
     log = path.open("a", encoding="utf-8") if path is not None else None
 
     async def ask(prompt_key: str, messages) -> tuple[str, EndpointAnswer]:
@@ -205,8 +206,9 @@ def answer_prompts(
     path = Path(answers_file) if answers_file is not None else None
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-    done = _load_answers(path, _settings_key(settings))
-    asyncio.run(_answer_all(prompts, settings, path, done))
+    settings_key = _settings_key(settings)
+    done = _load_answers(path, settings_key)
+    asyncio.run(_answer_all(prompts, settings, settings_key, path, done))
     answers = [done[_prompt_key(messages)] for messages in prompts]
     errors = {answer.error for answer in answers}
     if answers and None not in errors and len(errors) == 1 and errors != {"the response has no text"}:
