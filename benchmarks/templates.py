@@ -10,12 +10,15 @@ the GPU, the model, the context length or the memory. The tensor parallelism is 
 target that divides the job's GPU share and its model's attention heads (any other choice is an invalid
 plan, which no one would write).
 
-The search is exact over its grid. A plan's score is Σ job values ÷ the optimum's objective, and a job's
-value depends only on its own setting and GPU share, so for a fixed split rule the best template takes, per
-kind, the setting with the largest Σ over that kind's jobs of value ÷ its scenario's optimum. Every
-(job, setting) pair of the grid is simulated (vectorised, millions of rows per second); the winner is then
-scored again as real plans through ``evaluate_batch``, which is the number reported (it differs from the
-search's sum only where a plan's objective is negative and the score clips it to 0).
+The search. A plan's score is clip(Σ job values ÷ the optimum's objective, 0, 1); a job's value depends
+only on its own setting and GPU share, and a job the rule leaves idle is worth 0, or minus its priority if it
+has a throughput floor (``kernel/constants.py``: a missed floor costs). Every (job, setting) pair of the grid
+is simulated (vectorised, millions of rows per second). Without the clip the best template would take, per
+kind, the setting with the largest Σ over that kind's jobs of value ÷ optimum; the search starts there and
+then improves the clipped mean one kind at a time, until no kind's setting changes: exact where every
+scenario's placed jobs share a kind (easy), a local optimum on the mixed tiers (a template it misses could
+score higher). The winner is scored again as real plans through ``evaluate_batch``: that is the number
+reported, and it equals the search's own figure.
 
 Grid: tensor-parallel target 1/2/4/8; precision maps with embedding, attention, mlp and lm_head in any of
 the six formats and norms in fp32/bf16/fp16 (3,888 maps); micro-batch 1-64 with and without checkpointing
@@ -23,11 +26,14 @@ and any sharding (training kinds); any KV format (serve). Split rules: ``even`` 
 priorities, like ``even_bf16``), ``priority`` (proportional to priority, largest remainders, every job at
 least one GPU while they last) and ``top`` (every GPU to the highest-priority job). The report also gives
 ``even_bf16`` and ``heuristic`` on the same scenarios, and how many distinct optimal plans the first 60
-scenarios have (a task whose optimum rarely changes can be learned as a constant).
+scenarios of each split have (a task whose optimum rarely changes can be learned as a constant; the train
+split is what a policy learns from, and the eval split repeats itself more, since half its scenarios put
+the one held-out model on a job).
 
-``--floor_prob`` and ``--floor_fractions`` ask what throughput floors would do before a tier draws them:
-the scenarios are drawn from a copy of each tier with those ``floor_prob`` and ``floor_fractions`` (the report
-records them), so they are the committed ones plus floors; the committed tiers are never changed.
+``--floor_prob`` and ``--floor_fractions`` ask what other throughput floors would do: the scenarios are
+drawn from a copy of each tier with that ``floor_prob`` and those ``floor_fractions`` (the report records
+them); the clusters and jobs stay the committed ones (floors are drawn last), and the committed tiers are
+never changed.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS  # noqa: E402
 from fleet_rl.kernel import evaluate_batch  # noqa: E402
 from fleet_rl.kernel.constants import KINDS, SERVE  # noqa: E402
 from fleet_rl.kernel.job_table import JobTable  # noqa: E402
-from fleet_rl.kernel.simulate import PlanRows, job_values, simulate  # noqa: E402
+from fleet_rl.kernel.simulate import PlanRows, job_values, missed_floor_value, simulate  # noqa: E402
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES  # noqa: E402
 from fleet_rl.scenario import Scenario  # noqa: E402
 from fleet_rl.scenario_generator import TierSpec, draw_scenario  # noqa: E402
@@ -163,38 +169,101 @@ def template_plan(scenario: Scenario, rule: str, settings: dict[int, Setting]) -
 # --- the exact search ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Placed:
+    """The jobs a split rule gives GPUs, over a list of scenarios (in scenario order), and the constants."""
+
+    job: np.ndarray  # global job index into the concatenated JobTable
+    gpus: np.ndarray
+    scenario: np.ndarray  # index into the scenario list
+    weight: np.ndarray  # 1 / the scenario's optimal objective
+    idle_share: np.ndarray  # (S,) Σ over the jobs the rule leaves idle of their value ÷ the optimum
+
+
 def best_settings(scenarios: list[Scenario], rule: str) -> tuple[dict[int, Setting], float]:
-    """Per kind present in ``scenarios``, the grid setting with the largest Σ value ÷ optimum over that
-    kind's jobs under ``rule``; and the mean score that sum predicts."""
+    """The template with the best mean score under ``rule`` that the search finds, and that mean as the
+    search computes it.
+
+    A scenario's score is clip(Σ job values ÷ optimum, 0, 1). A job's value depends only on its own setting
+    and GPU share, and an idle job's value (0, or a missed floor's cost) on nothing, so without the clip the
+    best template would take, per kind, the setting with the largest Σ over that kind's jobs of value ÷
+    optimum. That is where the search starts; then, kind by kind, it takes the setting with the best clipped
+    mean with the other kinds' settings fixed, until no kind changes (exact where a scenario's placed jobs
+    are all of one kind, as on easy; elsewhere a local optimum, so a template the search misses could score
+    higher)."""
     solved = [solved_scenario(s) for s in scenarios]
     table = JobTable.concatenate([s.table for s in solved])
     reference = np.concatenate([s.reference_tokens_per_s for s in solved])
-    index, gpus, weight = [], [], []
-    offset = 0
-    for scenario, sol in zip(scenarios, solved, strict=True):
-        shares = SPLIT_RULES[rule](scenario.cluster.count, [job.priority for job in scenario.jobs])
-        for j, share in enumerate(shares):
-            if share and sol.optimal_objective > 0:
-                index.append(offset + j)
-                gpus.append(share)
-                weight.append(1.0 / sol.optimal_objective)
-        offset += len(scenario.jobs)
-    index, gpus, weight = np.array(index), np.array(gpus), np.array(weight)
+    placed = _placed_jobs(scenarios, solved, rule)
+    kinds = [kind for kind in range(len(KINDS)) if (table.kind[placed.job] == kind).any()]
+    num = len(scenarios)
+    grids = {kind: settings_grid(kind) for kind in kinds}
     best: dict[int, Setting] = {}
-    total = 0.0
-    for kind in range(len(KINDS)):
-        mine = table.kind[index] == kind
-        if not mine.any():
-            continue
-        grid = settings_grid(kind)
-        sums = _setting_sums(table, reference, index[mine], gpus[mine], weight[mine], grid)
-        best[kind] = grid[int(np.argmax(sums))]
-        total += float(sums.max())
-    return best, total / len(scenarios)
+    for kind in kinds:
+        mine = table.kind[placed.job] == kind
+        unclipped = [
+            sums.sum(axis=1) for sums, _ in _scenario_sums(table, reference, placed, mine, grids[kind], num)
+        ]
+        best[kind] = grids[kind][int(np.argmax(np.concatenate(unclipped)))]
+    current = {kind: _scenario_sums_of(table, reference, placed, kind, best[kind], num) for kind in kinds}
+    for _ in range(len(kinds) * 4):  # coordinate ascent on the clipped mean, until a round changes nothing
+        changed = False
+        for kind in kinds:
+            others = placed.idle_share + sum(current[k] for k in kinds if k != kind)
+            mine = table.kind[placed.job] == kind
+            scores = []
+            for sums, present in _scenario_sums(table, reference, placed, mine, grids[kind], num):
+                fixed = np.clip(np.delete(others, present), 0.0, 1.0).sum()
+                scores.append(np.clip(others[present] + sums, 0.0, 1.0).sum(axis=1) + fixed)
+            scores = np.concatenate(scores)
+            here = float(np.clip(others + current[kind], 0.0, 1.0).sum())
+            choice = int(np.argmax(scores))
+            if scores[choice] > here + 1e-12:
+                best[kind] = grids[kind][choice]
+                current[kind] = _scenario_sums_of(table, reference, placed, kind, best[kind], num)
+                changed = True
+        if not changed:
+            break
+    total = placed.idle_share + sum(current.values()) if kinds else placed.idle_share
+    found = float(np.clip(total, 0.0, 1.0).sum())
+    return best, found / num
 
 
-def _setting_sums(table, reference, jobs, gpus, weight, grid: list[Setting]) -> np.ndarray:
-    """Σ over ``jobs`` of value ÷ optimum, for every setting of ``grid`` (vectorised in passes)."""
+def _placed_jobs(scenarios: list[Scenario], solved: list, rule: str) -> _Placed:
+    job, gpus, scenario_of, weight = [], [], [], []
+    idle_share = np.zeros(len(scenarios))
+    offset = 0
+    for i, (scenario, sol) in enumerate(zip(scenarios, solved, strict=True)):
+        shares = SPLIT_RULES[rule](scenario.cluster.count, [job.priority for job in scenario.jobs])
+        idle_value = missed_floor_value(sol.table)
+        for j, share in enumerate(shares):
+            if share:
+                job.append(offset + j)
+                gpus.append(share)
+                scenario_of.append(i)
+                weight.append(1.0 / sol.optimal_objective)
+            else:
+                idle_share[i] += idle_value[j] / sol.optimal_objective
+        offset += len(scenario.jobs)
+    as_array = np.array
+    return _Placed(as_array(job), as_array(gpus), as_array(scenario_of), as_array(weight), idle_share)
+
+
+def _scenario_sums_of(table, reference, placed: _Placed, kind: int, setting: Setting, num: int) -> np.ndarray:
+    """(S,) Σ over each scenario's placed jobs of ``kind`` of value ÷ optimum under ``setting``."""
+    mine = table.kind[placed.job] == kind
+    out = np.zeros(num)
+    for sums, present in _scenario_sums(table, reference, placed, mine, [setting], num):
+        out[present] = sums[0]
+    return out
+
+
+def _scenario_sums(table, reference, placed: _Placed, mine: np.ndarray, grid: list[Setting], num: int):
+    """Per pass of ``SETTINGS_PER_PASS`` settings of ``grid``: ((k, P) Σ over each scenario's jobs in ``mine``
+    of value ÷ optimum, the P scenarios that have such jobs), vectorised."""
+    jobs, gpus, weight = placed.job[mine], placed.gpus[mine], placed.weight[mine]
+    scenario_of = placed.scenario[mine]  # non-decreasing: jobs were collected in scenario order
+    present, first = np.unique(scenario_of, return_index=True)
     heads = table.num_heads[jobs]
     # effective tensor parallelism of each job for each target
     tp_of = {
@@ -202,7 +271,6 @@ def _setting_sums(table, reference, jobs, gpus, weight, grid: list[Setting]) -> 
         for target in TENSOR_PARALLEL_SIZES
     }
     code = {p: i for i, p in enumerate(PRECISIONS)}
-    sums = np.empty(len(grid))
     n = jobs.size
     for start in range(0, len(grid), SETTINGS_PER_PASS):
         chunk = grid[start : start + SETTINGS_PER_PASS]
@@ -219,8 +287,7 @@ def _setting_sums(table, reference, jobs, gpus, weight, grid: list[Setting]) -> 
             invalid=np.zeros(k * n, dtype=bool),
         )
         values = job_values(table, rows, simulate(table, rows), reference)
-        sums[start : start + k] = (values.reshape(k, n) * weight).sum(axis=1)
-    return sums
+        yield np.add.reduceat(values.reshape(k, n) * weight, first, axis=1), present
 
 
 def mean_percent(scenarios: list[Scenario], plans: list[dict]) -> float:
@@ -266,14 +333,16 @@ def run_task(task: str, num_scenarios: int, split: str, tier: TierSpec) -> dict:
         "best_rule": best_rule,
         "even_bf16_percent": round(mean_percent(scenarios, [even_bf16(s) for s in scenarios]), 1),
         "heuristic_percent": round(mean_percent(scenarios, [heuristic(s) for s in scenarios]), 1),
-        f"distinct_optimal_plans_of_first_{DISTINCT_OPTIMA_SCENARIOS}": distinct_optima(tier, task, split),
+        f"distinct_optimal_plans_of_first_{DISTINCT_OPTIMA_SCENARIOS}": {
+            name: distinct_optima(tier, task, name) for name in scenario_generator.SPLITS
+        },
         "rules": rules,
         "seconds": round(time.perf_counter() - start, 1),
     }
 
 
 def tier_for_run(task: str, floor_prob: float | None, floor_fractions: tuple[float, ...]) -> TierSpec:
-    """The tier this run draws ``task`` from: the committed one, or (``floor_prob`` given) it drawing
+    """The tier this run draws ``task`` from: the committed one, or (``floor_prob`` given) it drawing its
     throughput floors with ``floor_prob`` and ``floor_fractions``; the committed tiers are never changed."""
     tier = scenario_generator.TIERS[task]
     if floor_prob is None:

@@ -16,8 +16,9 @@ nothing the kernel computes about speed:
    on that part (status ``ok``), used as an engineer uses a memory calculator; the throughput it computes is
    never read. More replicas never need more memory per GPU (a replica's share of the batch only shrinks).
 3. **The split.** Each job that can run gets one replica (a job with a ``min_tokens_per_s`` gets the fewest
-   replicas at which the kernel says it meets it, as an engineer measures an SLO before committing to it);
-   when they do not all fit, the lowest priorities wait (0 GPUs). The other GPUs go out one replica at a
+   replicas at which the kernel says it meets it, as an engineer measures an SLO before committing to it),
+   jobs with a floor first (missing one costs its priority), then by priority; when they do not all fit,
+   the rest wait (0 GPUs). The other GPUs go out one replica at a
    time to the job whose priority × GPUs^0.75 grows most (the prompt's objective: priority × throughput
    share^0.75, throughput roughly proportional to GPUs).
 
@@ -31,7 +32,8 @@ cluster and these jobs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterator, Mapping
 
 from fleet_rl.catalog import MODULE_GROUPS
 from fleet_rl.kernel import SolvedScenario, evaluate
@@ -59,8 +61,10 @@ def _formats(job: Job, half: str, fp8: bool) -> list[tuple[dict, str | None]]:
     return [(trained, None), *((precision, None) for precision in frozen)]
 
 
-def _one_replica(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> dict | None:
-    """The job's part on the fewest GPUs at which it runs (one replica), or None when it never does."""
+def _replicas(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> Iterator[dict]:
+    """The job's parts on the fewest GPUs at which they fit (one replica), most preferred first: formats,
+    then tensor parallelism, then (training) micro-batch and checkpointing; "fits" ignores the job's floor,
+    which step 3 measures."""
     heads = (job.model_spec.num_attention_heads, job.model_spec.num_key_value_heads)
     count = solved.gpu_count
     tps = [tp for tp in TENSOR_PARALLEL_SIZES if tp <= count and all(h % tp == 0 for h in heads)]
@@ -75,9 +79,8 @@ def _one_replica(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> dict
                     for micro, checkpointing in TRAINING_BATCHING
                 ]
             for candidate in candidates:
-                if _status(solved, candidate) in ("ok", "too_slow"):  # fits; its floor is step 3's concern
-                    return candidate
-    return None
+                if _status(solved, candidate) in ("ok", "too_slow"):
+                    yield candidate
 
 
 def _status(solved: SolvedScenario, part: dict) -> str:
@@ -105,16 +108,23 @@ def heuristic(scenario: Scenario, seed: int = 0, given_plan: Mapping | None = No
     fp8 = scenario.gpu.supports("fp8")
     given = {part["id"]: dict(part) for part in (given_plan or {}).get("jobs", [])}
     planned = [job for job in scenario.jobs if job.id not in given]
-    parts = {job.id: _one_replica(solved, job, half, fp8) for job in planned}
+    parts: dict[str, dict | None] = {}
     priority = {job.id: job.priority for job in planned}
     free = scenario.cluster.count - sum(int(part.get("gpus", 0)) for part in given.values())
     placed: dict[str, int] = {}
-    for job in sorted(planned, key=lambda job: -job.priority):  # one replica each, by priority
-        part = parts[job.id]
-        gpus = None if part is None else _fewest_gpus_that_run(solved, part, free)
-        if gpus is not None:
-            placed[job.id] = gpus
-            free -= gpus
+    # one replica each: jobs with a floor first (missing one costs its priority), then by priority; a job
+    # without a floor takes its first part that fits, one with a floor its first that meets the floor
+    for job in sorted(planned, key=lambda job: (job.min_tokens_per_s is None, -job.priority)):
+        candidates = _replicas(solved, job, half, fp8)
+        parts[job.id] = first = next(candidates, None)
+        for part in [] if first is None else itertools.chain([first], candidates):
+            gpus = _fewest_gpus_that_run(solved, part, free)
+            if gpus is not None:
+                parts[job.id], placed[job.id] = part, gpus
+                free -= gpus
+                break
+            if job.min_tokens_per_s is None:
+                break  # more GPUs would not make it fit
 
     def gain(job_id: str) -> float:
         gpus, step = placed[job_id], parts[job_id]["tensor_parallel"]

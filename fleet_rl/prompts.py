@@ -108,8 +108,9 @@ Rules the simulator applies:
   cost per layer); tensor parallelism adds all-reduce time, so small-batch decode gains little from it.
   A serve job with prompt_len also prefills that many tokens per request (compute-bound: fp8 weights
   speed it up, int8/int4 weights do not) before generating seq_len - prompt_len.
-- A job with min_tokens_per_s must make at least that many tokens/s across its GPUs, or it is too_slow and
-  earns nothing: give it enough GPUs and fast enough formats, or leave it idle.
+- A job with min_tokens_per_s must make at least that many tokens/s across its GPUs. If it does not
+  (too_slow, crashed or idle) it misses its SLO, which costs its priority: give it enough GPUs and fast
+  enough formats before the others get more.
 - Objective: sum over running jobs of priority × (tokens/s ÷ the job's best tokens/s alone on the
   cluster)^{UTILITY_EXPONENT:g} × (1 − 4 × quality loss), minus a small power cost. So every job that
   can run should get GPUs, and the split should follow priority and how well each job uses more GPUs."""

@@ -101,8 +101,9 @@ class Job(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults
     leaves the trade-off to the objective's quality penalty. ``prompt_len`` (``serve`` only) is the tokens
     each request brings, prefilled before it generates ``seq_len − prompt_len``; 0 (the default, omitted
     from JSON) means a negligible prompt, decode only. ``min_tokens_per_s`` is a throughput floor (a serving
-    SLO or a training deadline): a job placed below it is ``too_slow`` and earns nothing; ``None`` (the
-    default, omitted from JSON) sets no floor.
+    SLO or a training deadline): a job placed below it is ``too_slow``, and one that misses it (too slow,
+    crashed or idle) costs the objective its priority; ``None`` (the default, omitted from JSON) sets no
+    floor.
     """
 
     id: str

@@ -20,6 +20,12 @@ Tiers (parameters in ``TIERS`` below, one ``TierSpec`` each; the kernel engineer
 - ``multiagent``: 3-4 jobs on 8 GPUs, between medium and hard (the prompt, not the scenario, makes it
   multi-agent: each agent plans one job given the others' parts).
 
+Throughput floors (``min_tokens_per_s``: a serving SLO, a training deadline) on a share of the jobs (easy
+3/4, medium 0.6, hard 1/4, multiagent 0.4), at 0.5, 0.7 or 0.9 of the job's best speed on its even share of
+the cluster. A missed floor (too slow, crashed or idle) costs the job's priority, so "every GPU to the top
+job" and "a fixed safe setting" both lose, while a split and settings read from this scenario meet them all
+(``benchmarks/templates.py``).
+
 Every tier draws serve jobs' ``prompt_len`` as a fraction of ``seq_len`` (decode-only, a short prompt,
 prefill-heavy, nearly all prefill): decode is memory-bound and prefill compute-bound, so the best weight
 format depends on it. Tolerances (0.2 %, 1 %, 5 %) rule out int4, then int8, for the jobs that carry them.
@@ -96,7 +102,7 @@ class TierSpec:
     # serve jobs: prompt_len = round(fraction · seq_len), the fraction uniform from these (0: decode only)
     prompt_fractions: tuple[float, ...] = (0.0,)
     # per job: a min_tokens_per_s of (a fraction, uniform from these) × its best tokens/s alone on its even
-    # share of the GPUs, rounded down to 2 significant digits; 0 (every tier today) draws nothing
+    # share of the GPUs, rounded down to 2 significant digits; 0 draws nothing
     floor_prob: float = 0.0
     floor_fractions: tuple[float, ...] = ()
 
@@ -110,6 +116,9 @@ _LARGE_MODELS = ("llama-3.1-70b", "qwen2.5-72b", "mixtral-8x7b")
 _TOLERANCES = (0.002, 0.01, 0.05)  # max_quality_loss: int4 breaks the tight ones, int8 only the tightest
 # decode-only, a short prompt, prefill-heavy (a RAG or summarising request), almost all prefill
 _PROMPT_FRACTIONS = (0.0, 0.25, 0.9, 0.97)
+# throughput floors (min_tokens_per_s) as fractions of the job's best on its even share of the cluster: at
+# 0.9 only near-best settings meet it; a missed floor costs the job's priority (kernel/constants.py)
+_FLOOR_FRACTIONS = (0.5, 0.7, 0.9)
 
 # fmt: off
 TIERS: dict[str, TierSpec] = {
@@ -120,9 +129,10 @@ TIERS: dict[str, TierSpec] = {
         small_models=_SMALL_MODELS, large_models=_LARGE_MODELS, large_model_kinds=("serve", "lora"),
         large_model_prob=0.25, min_large_jobs=0, gpt2_prob=0.2,
         seq_lens=(1024, 2048, 4096, 8192, 16384, 32768),
-        serve_batch_sizes=(1, 8, 64, 512), train_batch_sizes=(4, 16, 64, 256),
-        quality_tolerance_prob=0.4, quality_tolerances=_TOLERANCES,
+        serve_batch_sizes=(1, 4, 16, 64, 256, 512), train_batch_sizes=(4, 8, 16, 64, 128, 256),
+        quality_tolerance_prob=0.6, quality_tolerances=_TOLERANCES,
         fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
+        floor_prob=0.75, floor_fractions=_FLOOR_FRACTIONS,
     ),
     "medium": TierSpec(
         job_count=(2, 3), gpu_count=(4, 8),
@@ -135,6 +145,7 @@ TIERS: dict[str, TierSpec] = {
         serve_batch_sizes=(1, 8, 64, 256), train_batch_sizes=(8, 32, 128),
         quality_tolerance_prob=0.3, quality_tolerances=_TOLERANCES,
         fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
+        floor_prob=0.6, floor_fractions=_FLOOR_FRACTIONS,
     ),
     "hard": TierSpec(
         job_count=(4, 5), gpu_count=(8, 8),
@@ -147,6 +158,7 @@ TIERS: dict[str, TierSpec] = {
         serve_batch_sizes=(1, 16, 64, 256, 512), train_batch_sizes=(8, 32, 128, 256),
         quality_tolerance_prob=0.5, quality_tolerances=_TOLERANCES,
         fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
+        floor_prob=0.25, floor_fractions=_FLOOR_FRACTIONS,
     ),
     "multiagent": TierSpec(
         job_count=(3, 4), gpu_count=(8, 8),
@@ -159,6 +171,7 @@ TIERS: dict[str, TierSpec] = {
         serve_batch_sizes=(1, 8, 64, 256), train_batch_sizes=(8, 32, 128),
         quality_tolerance_prob=0.3, quality_tolerances=_TOLERANCES,
         fit="possible", prompt_fractions=_PROMPT_FRACTIONS,
+        floor_prob=0.4, floor_fractions=_FLOOR_FRACTIONS,
     ),
 }
 # fmt: on
@@ -388,7 +401,25 @@ def _with_floors(rng: random.Random, tier: TierSpec, scenario: Scenario) -> Scen
             floor = _two_digits_down(rng.choice(tier.floor_fractions) * best)
             job = msgspec.structs.replace(job, min_tokens_per_s=floor)
         jobs.append(job)
-    return Scenario(cluster=scenario.cluster, jobs=tuple(jobs))
+    return _floors_met_together(Scenario(cluster=scenario.cluster, jobs=tuple(jobs)))
+
+
+def _floors_met_together(scenario: Scenario) -> Scenario:
+    """``scenario`` without the floors its optimum misses, until the optimum meets every floor left. A job
+    that needs more than its even share to run at all can leave too few GPUs for the others' floors; a
+    generated scenario is never one where every plan misses a floor (its optimum would be ≤ 0)."""
+    from fleet_rl.solved_scenarios import solved_scenario
+
+    while True:
+        idle = solved_scenario(scenario).optimal_gpus == 0
+        missed = [j for j, job in enumerate(scenario.jobs) if job.min_tokens_per_s is not None and idle[j]]
+        if not missed:
+            return scenario
+        jobs = tuple(
+            msgspec.structs.replace(job, min_tokens_per_s=None) if j in missed else job
+            for j, job in enumerate(scenario.jobs)
+        )
+        scenario = Scenario(cluster=scenario.cluster, jobs=jobs)
 
 
 def _two_digits_down(value: float) -> float:

@@ -5,13 +5,16 @@ reward is
 
     Dᵢ = G(z) − G(z₋ᵢ ∪ cᵢ)
 
-where G is the kernel's cluster objective (0 for a plan the kernel rejects) and cᵢ is the default
+where G is the kernel's cluster objective (for a plan the kernel rejects, that of running nothing: 0,
+minus the missed floors of jobs with a ``min_tokens_per_s``) and cᵢ is the default
 counterfactual: **agent i's job left unallocated** (0 GPUs, the "null action"). Since jobs own disjoint GPUs
-and the objective is a sum over jobs, Dᵢ is job i's own value when the joint plan is valid, and
+and the objective is a sum over jobs, Dᵢ is job i's own value over its idle value (0, or − its priority
+for a job with a ``min_tokens_per_s``: idling it misses its floor) when the joint plan is valid, and
 −G(z₋ᵢ ∪ cᵢ) when the answer breaks the joint plan (taking GPUs the others hold, rewriting their parts).
 
 Normalisation: Dᵢ ÷ Dᵢ*, where Dᵢ* = max over the agent's GPU counts that fit beside the given parts of the
-job's best value (``SolvedScenario.optimal_value_by_gpus``): the best response's difference reward. The
+job's best value (``SolvedScenario.optimal_value_by_gpus``) over its idle value: the best response's
+difference reward. The
 result is clipped to [−1, 1]: 1 is a best response, 0 contributes nothing, −1 destroys at least as much as
 the best response could add. Malformed answers and IRD-flagged ones get −1, so not answering never beats a
 contribution. Rows without an agent (not multi-agent) get ``None``, which TRL skips when it combines
@@ -53,7 +56,8 @@ def counterfactuals(rows: list[tuple[SolvedScenario, str, object]]) -> tuple[np.
         j = solved.job_index.get(agent)
         if j is not None:
             taken = sum(job.gpus for job in given.jobs if job.id != agent)
-            best[k] = max(best_response_value(solved, j, taken), 0.0)
+            idle = solved.optimal_value_by_gpus[j, 0]  # the null action's value: 0, or a missed floor's cost
+            best[k] = max(best_response_value(solved, j, taken) - idle, 0.0)
     return base[index], best[index]
 
 

@@ -230,13 +230,13 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
         agent_plans = np.flatnonzero(is_agent)
         agent_rows = first_row[agent_plans] + agent_job[agent_plans]
         taken = np.bincount(plan_of_row, weights=np.where(own_row, 0, rows.gpus), minlength=num_plans)
+        # values over the job's idle value (0, or a floor job's missed-SLO cost): what answering adds
+        idle = np.array([solved[p].optimal_value_by_gpus[agent_job[p], 0] for p in agent_plans.tolist()])
         best = np.array(
-            [
-                max(best_response_value(solved[p], agent_job[p], int(taken[p])), 0.0)
-                for p in agent_plans.tolist()
-            ]
+            [best_response_value(solved[p], agent_job[p], int(taken[p])) for p in agent_plans.tolist()]
         )
-        value = scored.values[agent_rows]
+        best = np.maximum(best - idle, 0.0)
+        value = scored.values[agent_rows] - idle
         agent_runs = runs[agent_rows]
         with np.errstate(divide="ignore", invalid="ignore"):
             contribution = np.where(best > 0, np.clip(value / best, 0.0, 1.0), 1.0)

@@ -88,7 +88,9 @@ def test_a_throughput_floor_is_stated_in_the_job_line_the_scenario_json_and_the_
 
     from fleet_rl.scenario import Scenario
 
-    base = make_scenario("medium", 0)
+    drawn = make_scenario("medium", 0)
+    bare = tuple(msgspec.structs.replace(job, min_tokens_per_s=None) for job in drawn.jobs)
+    base = Scenario(cluster=drawn.cluster, jobs=bare)
     job = msgspec.structs.replace(base.jobs[0], min_tokens_per_s=1200)
     scenario = Scenario(cluster=base.cluster, jobs=(job, *base.jobs[1:]))
     assert f"batch_size {job.batch_size}" in user_prompt(scenario)

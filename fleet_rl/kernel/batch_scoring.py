@@ -70,8 +70,8 @@ class ScoredBatch:
 def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) -> ScoredBatch:
     """Encode, simulate and score ``plans[i]`` against ``solved_list[i]`` (arrays only)."""
     offsets: dict[int, int] = {}  # id(solved) -> its first row in the batch's job table
-    distinct, job_offsets, sizes, optimal = [], [], [], []
-    offset = job_offset = size = best = 0
+    distinct, job_offsets, sizes, optimal, idle = [], [], [], [], []
+    offset = job_offset = size = best = nothing = 0
     previous = None
     for solved in solved_list:
         if solved is not previous:  # plans of one scenario usually come together
@@ -82,9 +82,11 @@ def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) 
                 distinct.append(solved)
                 offset += len(solved.job_ids)
             size, best = len(solved.job_ids), solved.optimal_objective
+            nothing = float(solved.optimal_value_by_gpus[:, 0].sum())  # every job idle
         job_offsets.append(job_offset)
         sizes.append(size)
         optimal.append(best)
+        idle.append(nothing)
     buffer = RowBuffer()
     plan_reasons = encode_plans(plans, solved_list, job_offsets, buffer)
     rows = buffer.to_rows()
@@ -93,10 +95,16 @@ def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) 
     plan_of_row = np.repeat(np.arange(len(sizes)), plan_sizes)
     objective = np.bincount(plan_of_row, weights=values, minlength=len(sizes))
     valid = np.fromiter(map(operator.not_, plan_reasons), dtype=bool, count=len(plan_reasons))
-    objective = np.where(valid, objective, 0.0)
+    # a plan the kernel rejects runs nothing: 0, minus the missed floors of the jobs that have one
+    objective = np.where(valid, objective, np.array(idle, dtype=np.float64))
     optimal_objective = np.array(optimal, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(optimal_objective > 0, objective / optimal_objective, 1.0)
+        # an optimum ≤ 0 (no job can run, or floors no plan meets): a plan as good as it scores 1, others 0
+        ratio = np.where(
+            optimal_objective > 0,
+            objective / optimal_objective,
+            (objective >= optimal_objective - 1e-9) * 1.0,
+        )
     score = np.where(valid, np.clip(ratio, 0.0, 1.0), 0.0)
     return ScoredBatch(
         rows,

@@ -26,7 +26,7 @@ class JobResult:
     tokens_per_s: float  # trained or generated tokens/s across the job's GPUs; 0 unless ok or too_slow
     quality_loss: float  # fractional quality (≈ perplexity) loss from the chosen formats
     power_w: float  # draw of the job's GPUs; 0 unless ok
-    value: float  # contribution to the cluster objective; 0 unless ok
+    value: float  # contribution to the cluster objective; unless ok, 0 or (with a floor) − its priority
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,8 @@ class Evaluation:
     """A plan scored against its scenario. Never produced by raising: bad plans have ``valid=False``."""
 
     score: float  # objective / optimal objective, in [0, 1]; 0 for an invalid plan
-    objective: float  # Σ job values (priority-weighted normalised throughput, quality and power terms)
+    objective: float  # Σ job values (priority-weighted normalised throughput, quality, power, missed floors);
+    # an invalid plan runs nothing: 0 minus the priorities of the jobs with a floor
     valid: bool  # schema-valid and consistent with the scenario
     reasons: list[str] = field(default_factory=list)  # "code: human text", plan-level then per job
     jobs: list[JobResult] = field(default_factory=list)  # in scenario order

@@ -21,8 +21,9 @@ Model (DESIGN.md §4; constants and sources in ``constants.py``):
   or all of them plus the frozen base, with two layers' weights gathered (full).
 - Power per GPU: idle + (TDP − idle) · max(tensor-core share of the step, MEMORY_POWER_SHARE · memory-
   streaming share), so memory-bound decode draws a fraction of TDP.
-- A job with a ``min_tokens_per_s`` that a row misses is ``too_slow``: no value and no power (it is not
-  worth running), its would-be tokens/s kept for the reason text; the lowest-precedence status.
+- A job with a ``min_tokens_per_s`` that a row misses is ``too_slow``: no power (it is not worth running),
+  its would-be tokens/s kept for the reason text; the lowest-precedence status. A job with a floor that
+  does not run at it (too slow, crashed, idle) is worth − FLOOR_MISS_PENALTY × its priority: a missed SLO.
 
 Simplifications, openly: one node (no inter-node links); no pipeline, context or sequence parallelism;
 every sequence holds a full ``seq_len`` KV cache (the memory a scheduler must reserve) and a step reads and
@@ -54,6 +55,7 @@ from fleet_rl.kernel.constants import (
     DECODE_COMPUTE_EFFICIENCY,
     DECODE_LAYER_OVERHEAD_S,
     ENERGY_PENALTY,
+    FLOOR_MISS_PENALTY,
     FP8_WEIGHT_CACHE_BYTES_PER_PARAM,
     GATHERED_LAYERS,
     GRADIENT_COMM_BYTES,
@@ -371,11 +373,13 @@ def _activity(compute_s, memory_s, step_s):
 
 
 def job_values(table: JobTable, rows: PlanRows, results: RowResults, reference_tokens_per_s: np.ndarray):
-    """Each row's contribution to the cluster objective (0 unless ok).
+    """Each row's contribution to the cluster objective: for an ``ok`` row
 
     value = priority · (tokens/s ÷ reference)^UTILITY_EXPONENT · max(0, 1 − QUALITY_PENALTY · quality)
             − ENERGY_PENALTY · power ÷ cluster TDP,
-    where the reference is the best tokens/s the job reaches alone on the cluster.
+    where the reference is the best tokens/s the job reaches alone on the cluster; any other row (idle,
+    crashed, too slow) is worth ``missed_floor_value``: 0, or − FLOOR_MISS_PENALTY · priority for a job
+    with a ``min_tokens_per_s`` (a missed SLO costs).
     """
     j = rows.job
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -383,4 +387,10 @@ def job_values(table: JobTable, rows: PlanRows, results: RowResults, reference_t
         quality_factor = np.maximum(0.0, 1.0 - QUALITY_PENALTY * results.quality_loss)
         value = table.priority[j] * throughput_share * quality_factor
         value = value - ENERGY_PENALTY * results.power_w / table.cluster_tdp_w[j]
-    return np.where(results.status == OK, value, 0.0)
+    return np.where(results.status == OK, value, missed_floor_value(table)[j])
+
+
+def missed_floor_value(table: JobTable) -> np.ndarray:
+    """(J,) each job's value when it does not run at its floor (too slow, crashed or idle):
+    − FLOOR_MISS_PENALTY · priority for a job with a ``min_tokens_per_s``; 0 (its idle value) without."""
+    return np.where(table.min_tokens_per_s > 0, -FLOOR_MISS_PENALTY * table.priority, 0.0)

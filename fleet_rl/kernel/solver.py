@@ -42,7 +42,7 @@ from fleet_rl.kernel.constants import (
 )
 from fleet_rl.kernel.encode import RowBuffer, encode_plan
 from fleet_rl.kernel.job_table import JobTable, PackedJobTable, build_job_table
-from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, simulate
+from fleet_rl.kernel.simulate import PlanRows, RowResults, job_values, missed_floor_value, simulate
 from fleet_rl.plan_schema import (
     MICRO_BATCH_SIZES,
     SHARDINGS,
@@ -155,7 +155,7 @@ def enumerate_job_options(table: JobTable, job: int) -> tuple[JobOptions, RowRes
 
 
 def _knapsack(best_value: np.ndarray, gpu_count: int) -> list[int]:
-    """GPU counts per job maximising Σ best_value[j, g_j] with Σ g_j ≤ gpu_count (best_value[:, 0] = 0)."""
+    """GPU counts per job maximising Σ best_value[j, g_j] with Σ g_j ≤ gpu_count (best_value[:, 0]: idle)."""
     num_jobs = best_value.shape[0]
     total = np.zeros((num_jobs + 1, gpu_count + 1))
     choice = np.zeros((num_jobs, gpu_count + 1), dtype=np.int64)
@@ -214,7 +214,7 @@ def solve_scenario(scenario: Scenario) -> SolvedScenario:
     count = scenario.cluster.count
     reference = np.full(table.num_jobs, np.nan)
     best_value = np.full((table.num_jobs, count + 1), -np.inf)
-    best_value[:, 0] = 0.0
+    best_value[:, 0] = missed_floor_value(table)  # idle: 0, or a floor job's missed-SLO cost
     best_row: list[dict[int, int]] = []
     simulated = [enumerate_job_options(table, j) for j in range(table.num_jobs)]
     for j, (job_options, _) in enumerate(simulated):

@@ -24,7 +24,7 @@ def brute_force_best_value(scenario: Scenario) -> float:
     precision_maps = np.array(list(itertools.product(range(len(PRECISIONS)), repeat=len(MODULE_GROUPS))))
     placements = [(g, tp) for g in range(1, count + 1) for tp in TENSOR_PARALLEL_SIZES if g % tp == 0]
     best = np.full((table.num_jobs, count + 1), -np.inf)
-    best[:, 0] = 0.0
+    best[:, 0] = np.where(table.min_tokens_per_s > 0, -table.priority, 0.0)  # idle: a missed floor costs
     reference = np.zeros(table.num_jobs)
     per_job = []
     for j in range(table.num_jobs):

@@ -115,13 +115,16 @@ def test_making_a_running_job_unrunnable_never_raises_the_reward(case):
 def added_faults(scenario, job: dict) -> list[dict]:
     """Changes that can only add faults to a job, never remove one: more memory (a bigger micro-batch
     without recomputation; a 32-bit KV cache in place of a 16-bit one), and an fp8 norm (unstable in any
-    kind) in place of a norm format that had no fault of its own."""
+    kind) in place of a norm format that had no fault of its own. For a job with a throughput floor only the
+    slower KV cache: a bigger micro-batch or a narrower norm can make it faster and clear a too_slow fault."""
     gpu = GPUS[scenario.cluster.gpu]
     out = []
     if _kind(scenario, job["id"]) == "serve":
         if job.get("kv_cache", "bf16") in ("bf16", "fp16"):
             out.append({"kv_cache": "fp32"})
-    else:
+    if next(j for j in scenario.jobs if j.id == job["id"]).min_tokens_per_s is not None:
+        return out
+    if _kind(scenario, job["id"]) != "serve":
         out.append({"micro_batch_size": 64, "activation_checkpointing": False})
     if job["precision"]["norm"] in gpu.dense_tflops:  # a compute format this GPU has: no fault of its own
         out.append({"precision": {**job["precision"], "norm": "fp8"}})

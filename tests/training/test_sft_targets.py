@@ -54,7 +54,9 @@ def test_targets_are_not_the_optimum(target):
     assert scores.score.mean() < 0.8  # far from the optimum on average ...
     assert (scores.score < 0.99).mean() > 0.5  # ... and below it on most rows
     if target in ("even_split", "random_feasible"):  # consistent, except agents' parts overbooking the given
-        assert scores.valid.mean() > 0.8 and scores.feasible.mean() > 0.3
+        assert scores.valid.mean() > 0.8
+    if target == "random_feasible":  # even_split misses most throughput floors: 16-bit, an even share
+        assert scores.feasible.mean() > 0.3
 
 
 def test_even_split_is_the_baseline_and_random_is_seeded_by_the_row():
