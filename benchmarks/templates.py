@@ -224,8 +224,7 @@ def best_settings(scenarios: list[Scenario], rule: str) -> tuple[dict[int, Setti
                 changed = True
         if not changed:
             break
-    total = placed.idle_share + sum(current.values()) if kinds else placed.idle_share
-    found = float(np.clip(total, 0.0, 1.0).sum())
+    found = float(np.clip(placed.idle_share + sum(current.values()), 0.0, 1.0).sum())
     return best, found / num
 
 
@@ -245,8 +244,7 @@ def _placed_jobs(scenarios: list[Scenario], solved: list, rule: str) -> _Placed:
             else:
                 idle_share[i] += idle_value[j] / sol.optimal_objective
         offset += len(scenario.jobs)
-    as_array = np.array
-    return _Placed(as_array(job), as_array(gpus), as_array(scenario_of), as_array(weight), idle_share)
+    return _Placed(np.array(job), np.array(gpus), np.array(scenario_of), np.array(weight), idle_share)
 
 
 def _scenario_sums_of(table, reference, placed: _Placed, kind: int, setting: Setting, num: int) -> np.ndarray:

@@ -157,9 +157,9 @@ UTILITY_EXPONENT = 0.75
 # A job with a min_tokens_per_s (a serving SLO, a training deadline) that does not run at its floor (too
 # slow, crashed, or left idle) costs its priority: a missed service-level objective is a loss (SLA credits,
 # a blown deadline), not merely a job that earns nothing. When a floor only cost the job's own value,
-# "every GPU to the top-priority job" reached 49 % of the optimum on medium and hard whatever the floors
-# (benchmarks/templates.py, issue #11); the reward already ranked that plan not feasible. An optimum can
-# still idle a floor job whose floor no plan reaches: the penalty is then the same for every plan.
+# "every GPU to the top-priority job" lost nothing by idling the others, and stayed near half the optimum
+# on medium and hard whatever the floors (issue #11); the reward already ranked that plan not feasible.
+# An optimum can still idle a floor job whose floor no plan reaches: every plan then pays the penalty.
 FLOOR_MISS_PENALTY = 1.0  # × the job's priority
 QUALITY_PENALTY = 4.0  # a 1 % quality loss costs 4 % of the job's value
 ENERGY_PENALTY = 0.05  # a tie-breaker: GPUs that add no throughput are not worth their power
