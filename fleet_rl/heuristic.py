@@ -32,7 +32,6 @@ cluster and these jobs.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping
 
 from fleet_rl.catalog import MODULE_GROUPS
@@ -108,16 +107,14 @@ def heuristic(scenario: Scenario, seed: int = 0, given_plan: Mapping | None = No
     fp8 = scenario.gpu.supports("fp8")
     given = {part["id"]: dict(part) for part in (given_plan or {}).get("jobs", [])}
     planned = [job for job in scenario.jobs if job.id not in given]
-    parts: dict[str, dict | None] = {}
+    parts: dict[str, dict] = {}  # the placed jobs' parts
     priority = {job.id: job.priority for job in planned}
     free = scenario.cluster.count - sum(int(part.get("gpus", 0)) for part in given.values())
     placed: dict[str, int] = {}
     # one replica each: jobs with a floor first (missing one costs its priority), then by priority; a job
     # without a floor takes its first part that fits, one with a floor its first that meets the floor
     for job in sorted(planned, key=lambda job: (job.min_tokens_per_s is None, -job.priority)):
-        candidates = _replicas(solved, job, half, fp8)
-        parts[job.id] = first = next(candidates, None)
-        for part in [] if first is None else itertools.chain([first], candidates):
+        for part in _replicas(solved, job, half, fp8):
             gpus = _fewest_gpus_that_run(solved, part, free)
             if gpus is not None:
                 parts[job.id], placed[job.id] = part, gpus
@@ -142,9 +139,8 @@ def heuristic(scenario: Scenario, seed: int = 0, given_plan: Mapping | None = No
         if job.id in given:
             plan.append(given[job.id])
             continue
-        part = parts[job.id]
         if job.id in placed:
-            plan.append(part | {"gpus": placed[job.id]})
+            plan.append(parts[job.id] | {"gpus": placed[job.id]})
         else:  # waits: no GPUs
             idle = {"id": job.id, "gpus": 0, "tensor_parallel": 1}
             plan.append(idle | {"precision": dict.fromkeys(MODULE_GROUPS, half)})
