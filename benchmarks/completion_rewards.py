@@ -43,6 +43,8 @@ def load_completions(run_dir: Path) -> pd.DataFrame:
             f"{run_dir}: no completions/completions_*.parquet (train with log_completions: true)"
         )
     frame = pd.concat([pd.read_parquet(table) for table in tables], ignore_index=True)
+    if frame.empty:
+        raise ValueError(f"{run_dir}: the completions tables hold no completions")
     missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
     if missing:
         raise ValueError(f"{run_dir}: the completions tables lack {missing} (fleet_reward logs 'ird')")
@@ -77,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, help="training output directories")
     parser.add_argument("--window", type=int, default=10, help="steps at each end for the drift figure")
     args = parser.parse_args(argv)
+    if args.window < 1:
+        parser.error(f"--window must be at least 1 step, got {args.window}")
     try:
         report = {str(run): summarize(load_completions(run), args.window) for run in args.run_dirs}
     except (FileNotFoundError, ValueError) as error:

@@ -74,3 +74,18 @@ def test_tables_without_the_ird_column_are_a_clear_error(tmp_path):
     _write_run(tmp_path, without_ird, tables=1)
     with pytest.raises(ValueError, match="ird"):
         load_completions(tmp_path)
+
+
+def test_empty_tables_are_a_clear_error(tmp_path):
+    (tmp_path / "completions").mkdir()
+    empty = pd.DataFrame(columns=["step", "prompt", "fleet_reward", "ird"])
+    empty.to_parquet(tmp_path / "completions" / "completions_00001.parquet")
+    with pytest.raises(ValueError, match="no completions"):
+        load_completions(tmp_path)
+
+
+def test_a_window_below_one_step_is_refused(tmp_path, capsys):
+    _write_run(tmp_path, RUN)
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(tmp_path), "--window", "0"])
+    assert exit_info.value.code == 2 and "--window" in capsys.readouterr().err
