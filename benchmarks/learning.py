@@ -3,6 +3,7 @@
     python benchmarks/learning.py --config configs/smollm2_cpu.yaml --seeds 0 1 --eval_scenarios 96 \\
         --output benchmarks/results/learning_smollm2_cpu.json [extra train_grpo.py flags ...]
     python benchmarks/learning.py --render benchmarks/results/learning_smollm2_cpu.json   # the README table
+    python benchmarks/learning.py --fingerprint --config configs/smollm2_cpu.yaml  # its scenario_fingerprint
 
 For each training seed it runs ``train_grpo.main`` with the preset, the seed and the extra flags (any
 ``train_grpo.py`` flag: ``--max_steps 60``, ``--sft_target random``...). The **start policy** is what GRPO
@@ -20,6 +21,13 @@ scenarios (10,000 resamples, ``numpy.random.default_rng(0)``); plus each seed's 
 interval covers scenario sampling; with few seeds it says little about seed-to-seed variance, which the
 per-seed differences show.
 
+Beside the policies, the ``baselines`` (``BASELINE_NAMES`` of ``fleet_rl.baselines``, no model: each answers
+a row seeded by its generator seed, as ``eval.py``'s baselines do) are scored on the same held-out rows.
+
+The result's ``scenario_fingerprint`` (``benchmarks/scenario_fingerprint.py``) hashes the held-out prompts,
+their optima and the rewards of a fixed panel of plans on them; ``--fingerprint`` prints today's on its last
+line and trains nothing, so a stored result can be told stale from current.
+
 Also recorded: the training reward curve of each seed (``reward`` and ``rewards/<name>/mean`` per logged
 step, from ``trainer_state.json``), wall time (warm start; GRPO split into generation, reward and the rest
 of the step — forward, backward and optimizer, plus checkpoint saves — from the timings TRL's
@@ -27,8 +35,9 @@ of the step — forward, backward and optimizer, plus checkpoint saves — from 
 exact command, CPU, package versions and git commit. A start that imitated the exact optimum
 (``sft_target: optimal``) is flagged ``fair_start: false``: such a run says nothing about what RL learned.
 
-``--reuse`` keeps a seed's finished result from an earlier run of the same command in ``--work_dir``;
-without it each seed's directory there is cleared and trained afresh.
+``--reuse`` keeps a seed's finished result from an earlier run of the same command in ``--work_dir``, if it
+was evaluated on today's held-out scenarios (the same ``scenario_fingerprint``; otherwise it says so and
+trains the seed afresh); without it each seed's directory there is cleared and trained afresh.
 """
 
 from __future__ import annotations
@@ -57,7 +66,20 @@ if str(REPO) not in sys.path:
         0, str(REPO)
     )  # train_grpo.py and the packages, when run as `python benchmarks/learning.py`
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "METRICS", "main", "paired_difference", "render", "run"]
+__all__ = [
+    "BASELINE_NAMES",
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
+    "METRICS",
+    "baseline_summaries",
+    "eval_settings",
+    "main",
+    "paired_difference",
+    "print_fingerprint",
+    "render",
+    "run",
+    "today_scenario_fingerprint",
+]
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
@@ -69,6 +91,7 @@ METRICS: dict[str, tuple[str, str, int]] = {
     "ird_rate": ("ird_rate", "IRD", 2),
     "fleet_reward": ("mean_fleet_reward", "mean fleet_reward", 3),
 }
+BASELINE_NAMES = ("even_bf16", "heuristic", "random_feasible")  # planners scored beside the policies
 # train_grpo.py flags the benchmark sets itself
 OWN_TRAIN_FLAGS = ("--seed", "--output_dir", "--eval_scenarios", "--report_to")
 SEED_RESULT = "learning_seed.json"
@@ -197,6 +220,43 @@ def eval_rows(settings: dict) -> list[dict]:
         split="eval",
         prompt_style=settings["prompt_style"],
     )
+
+
+def eval_settings(args: argparse.Namespace, script_args, training_args) -> dict:
+    """What the held-out evaluation depends on: the benchmark's flags over the preset's (with its flags)."""
+    return {
+        "eval_scenarios": args.eval_scenarios,
+        "eval_tasks": args.eval_tasks or list(script_args.tasks),
+        "prompt_style": script_args.prompt_style,
+        "max_new_tokens": args.max_new_tokens or training_args.max_completion_length,
+        "eval_batch_size": args.eval_batch_size,
+        "eval_dataset_seed": args.eval_dataset_seed,
+    }
+
+
+def today_scenario_fingerprint(settings: dict, rows: Sequence[dict] | None = None) -> str:
+    """``benchmarks.scenario_fingerprint`` of the held-out rows of these settings (``rows``, if already
+    drawn), with today's code."""
+    from benchmarks.scenario_fingerprint import scenario_fingerprint
+
+    return scenario_fingerprint(eval_rows(settings) if rows is None else rows)
+
+
+def baseline_summaries(rows: Sequence[dict]) -> tuple[dict[str, dict], dict[str, list[float]]]:
+    """Each of ``BASELINE_NAMES`` on the held-out rows, scored by the policies' code: its summary
+    (``fleet_rl.training.heldout.summarise``: the ``METRICS`` keys, crash rates, per task) and its
+    per-scenario % of optimum (``per_scenario_metrics``)."""
+    from fleet_rl.baselines import BASELINES
+    from fleet_rl.prompts import format_answer
+    from fleet_rl.training.dataset import planner_answer
+    from fleet_rl.training.heldout import summarise
+
+    summaries, percents = {}, {}
+    for name in BASELINE_NAMES:
+        completions = [format_answer(planner_answer(BASELINES[name], row)) for row in rows]
+        summaries[name] = {"policy": f"baseline {name}", **summarise(rows, completions)}
+        percents[name] = per_scenario_metrics(rows, completions)["percent_of_optimum"]
+    return summaries, percents
 
 
 # --- training -----------------------------------------------------------------------------------------
@@ -392,14 +452,10 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     work_dir = Path(args.work_dir or f"runs/learning/{Path(args.config).stem}")
     parsed0 = train_grpo.parse_args(["--config", args.config, *train_flags, "--report_to", "none"])
     script_args, training_args, model_args = parsed0
-    settings = {
-        "eval_scenarios": args.eval_scenarios,
-        "eval_tasks": args.eval_tasks or list(script_args.tasks),
-        "prompt_style": script_args.prompt_style,
-        "max_new_tokens": args.max_new_tokens or training_args.max_completion_length,
-        "eval_batch_size": args.eval_batch_size,
-        "eval_dataset_seed": args.eval_dataset_seed,
-    }
+    settings = eval_settings(args, script_args, training_args)
+    rows = eval_rows(settings)
+    scenario_fingerprint = today_scenario_fingerprint(settings, rows)
+    baselines, baseline_percents = baseline_summaries(rows)  # no model: cheap, once
     fair_start = not (script_args.sft_steps > 0 and script_args.sft_target == "optimal")
     fair_start = fair_start and _earlier_warm_start(model_args).get("target") != "optimal"
     if not fair_start:
@@ -415,11 +471,19 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     for seed in args.seeds:
         output_dir = work_dir / f"seed-{seed}"
         saved = output_dir / SEED_RESULT
-        if args.reuse and saved.exists() and json.loads(saved.read_text()).get("fingerprint") == fingerprint:
-            print(f"learning benchmark: reusing seed {seed} from {saved}", file=sys.stderr)
-            seeds.append(json.loads(saved.read_text()))
-            start_cache.setdefault(os.path.realpath(seeds[-1]["start_model"]), seeds[-1]["start"])
-            continue
+        earlier = json.loads(saved.read_text()) if args.reuse and saved.exists() else {}
+        if earlier.get("fingerprint") == fingerprint:
+            if earlier.get("scenario_fingerprint") == scenario_fingerprint:
+                print(f"learning benchmark: reusing seed {seed} from {saved}", file=sys.stderr)
+                seeds.append(earlier)
+                start_cache.setdefault(os.path.realpath(earlier["start_model"]), earlier["start"])
+                continue
+            print(
+                f"learning benchmark: seed {seed}: not reusing {saved}: it was evaluated on held-out "
+                f"scenarios with scenario fingerprint {earlier.get('scenario_fingerprint')}, today's is "
+                f"{scenario_fingerprint} (prompts, optima or rewards changed); training it afresh",
+                file=sys.stderr,
+            )
         shutil.rmtree(output_dir, ignore_errors=True)
         print(f"learning benchmark: seed {seed}: training in {output_dir}", file=sys.stderr, flush=True)
         argv, trained = train_seed(seed, args.config, train_flags, output_dir)
@@ -435,6 +499,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         result = {
             "seed": seed,
             "fingerprint": fingerprint,
+            "scenario_fingerprint": scenario_fingerprint,
             "train_argv": argv,
             "start_model": start_path,
             "start_evaluated_for_an_earlier_seed": shared,
@@ -471,7 +536,6 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "eval_after",
     )
     wall = {key: _sum_or_none([seed["wall_s"].get(key) for seed in seeds]) for key in wall_keys}
-    rows = eval_rows(settings)
     steps = [seed["global_step"] for seed in seeds]
     return {
         "benchmark": "learning",
@@ -480,10 +544,12 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "seeds": [seed["seed"] for seed in seeds],
         "eval_scenarios": args.eval_scenarios,
         "eval": settings | {"split": "eval", "decoding": "greedy"},
+        "scenario_fingerprint": scenario_fingerprint,
         "grpo_steps": steps[0] if len(set(steps)) == 1 else steps,
         "fair_start": fair_start,
         "start": _aggregate(starts, _start_description(script_args, model_args)),
         "after": _aggregate(afters, f"the start + {_plural(steps[0], 'GRPO step')} (LoRA)"),
+        "baselines": baselines,
         "delta_percent_points": paired["percent_of_optimum"]["mean"],
         "delta_ci95": paired["percent_of_optimum"]["ci95"],
         "delta_per_seed": paired["percent_of_optimum"]["per_seed"],
@@ -500,6 +566,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
             "generator_seed": [row["seed"] for row in rows],
             "start_percent_of_optimum": [e["per_scenario"]["percent_of_optimum"] for e in starts],
             "after_percent_of_optimum": [e["per_scenario"]["percent_of_optimum"] for e in afters],
+            "baseline_percent_of_optimum": baseline_percents,
         },
         "warm_start": [seed["warm_start"] for seed in seeds],
         "memory_gb_after_seed": [seed.get("memory_gb_after_seed") for seed in seeds],
@@ -577,6 +644,19 @@ def _per_seed_and_tier(result: dict) -> str:
     return "Mean % of optimum, start → after, by seed and tier: " + "; ".join(parts) + "."
 
 
+def _baselines_by_tier(result: dict) -> str:
+    """One line: each baseline's mean % of optimum on each task tier (from its summary's ``per_task``)."""
+    parts = []
+    for name, summary in result["baselines"].items():
+        tiers = ", ".join(
+            f"{task} {summary['per_task'][task]['mean_percent_of_optimum']:.1f}"
+            for task in result["eval"]["eval_tasks"]
+            if task in summary.get("per_task", {})
+        )
+        parts.append(f"{name}: {tiers}")
+    return "Baselines on the same scenarios (no model), mean % of optimum by tier: " + "; ".join(parts) + "."
+
+
 def render(result: dict) -> str:
     """The README's markdown table (and the lines under it) from a benchmark result."""
     seeds = result["seeds"]
@@ -591,6 +671,9 @@ def render(result: dict) -> str:
         low, high = paired["ci95"]
         cells.append(f"{_signed(paired['mean'], digits)} [{_signed(low, digits)}, {_signed(high, digits)}]")
     lines.append("| **after − start** [95 % CI] | " + " | ".join(cells) + " |")
+    for name, summary in result.get("baselines", {}).items():  # results before issue #27 have none
+        cells = [f"{summary[key]:.{digits}f}" for key, _, digits in METRICS.values()]
+        lines.append(f"| baseline: {name} | " + " | ".join(cells) + " |")
     per_seed = ", ".join(
         f"seed {seed} {_signed(delta, 1)}"
         for seed, delta in zip(seeds, result["delta_per_seed"], strict=True)
@@ -603,6 +686,8 @@ def render(result: dict) -> str:
         f"After − start in % of optimum per seed: {per_seed}.",
         _per_seed_and_tier(result),
     ]
+    if result.get("baselines"):
+        lines.append(_baselines_by_tier(result))
     curves = [_first_last(curve.get("reward", [])) for curve in result["reward_curve"].values()]
     if all(curves):
         lines.append(
@@ -628,6 +713,10 @@ def render(result: dict) -> str:
         lines.append(
             "**Not a learning claim:** the start imitated the exact optimum (`sft_target: optimal`), so what "
             "GRPO adds cannot be told from what the warm start copied."
+        )
+    if result.get("scenario_fingerprint"):
+        lines.append(
+            f"Scenario fingerprint `{result['scenario_fingerprint']}` (`--fingerprint` prints today's)."
         )
     lines.append(f"Command: `{result['command']}`")
     return "\n".join(lines)
@@ -659,11 +748,16 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--work_dir", help="training runs, one per seed (default runs/learning/<preset>)")
     parser.add_argument("--reuse", action="store_true", help="keep finished seeds of the same command")
     parser.add_argument("--render", metavar="RESULT_JSON", help="print the README table of a result; no run")
+    parser.add_argument(
+        "--fingerprint",
+        action="store_true",
+        help="print today's scenario_fingerprint of the held-out set (last line) and exit; no training",
+    )
     args, train_flags = parser.parse_known_args(argv)
     if args.render:
         return args, train_flags
-    if not args.config or not args.output:
-        parser.error("--config and --output are required (or --render RESULT_JSON)")
+    if not args.config or not (args.output or args.fingerprint):
+        parser.error("--config and --output are required (or --render RESULT_JSON, or --fingerprint)")
     clashing = [flag for flag in train_flags if flag.split("=")[0] in OWN_TRAIN_FLAGS]
     if clashing:
         parser.error(f"{', '.join(clashing)}: set by the benchmark (use --seeds and --work_dir)")
@@ -676,11 +770,34 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return args, train_flags
 
 
+def print_fingerprint(args: argparse.Namespace, train_flags: list[str]) -> str:
+    """Print what the scenario fingerprint covers, then today's fingerprint alone on the last line."""
+    import train_grpo
+    from benchmarks.scenario_fingerprint import PANEL
+
+    with contextlib.redirect_stdout(sys.stderr):  # whatever the imports print
+        script_args, training_args, _ = train_grpo.parse_args(
+            ["--config", args.config, *train_flags, "--report_to", "none"]
+        )
+        settings = eval_settings(args, script_args, training_args)
+        fingerprint = today_scenario_fingerprint(settings)
+    print(
+        f"scenario fingerprint of {settings['eval_scenarios']} held-out scenarios "
+        f"({', '.join(settings['eval_tasks'])}; dataset seed {settings['eval_dataset_seed']}, prompt style "
+        f"{settings['prompt_style']}): prompts, optima and the fleet_reward of {', '.join(PANEL)}"
+    )
+    print(fingerprint)
+    return fingerprint
+
+
 def main(argv: list[str] | None = None) -> dict | None:
     argv = sys.argv[1:] if argv is None else argv
     args, train_flags = parse(argv)
     if args.render:
         print(render(json.loads(Path(args.render).read_text())))
+        return None
+    if args.fingerprint:
+        print_fingerprint(args, train_flags)
         return None
     with contextlib.redirect_stdout(
         sys.stderr

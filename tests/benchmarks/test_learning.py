@@ -12,19 +12,31 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks import learning, scenario_fingerprint
 from benchmarks.learning import (
+    BASELINE_NAMES,
     METRICS,
+    baseline_summaries,
+    eval_rows,
+    main,
     paired_difference,
     parse,
     render,
     reward_curve,
     run,
     split_grpo_time,
+    today_scenario_fingerprint,
 )
+from fleet_rl.baselines import optimal
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED_KEYS = {"delta_percent_points", "delta_ci95", "eval_scenarios", "seeds", "start", "after", "wall_s"}
-REQUIRED_KEYS |= {"command", "cpu"}
+REQUIRED_KEYS |= {"command", "cpu", "scenario_fingerprint", "baselines", "delta_per_seed"}
+# the held-out settings of the tiny preset (configs/tiny_cpu.yaml) with --eval_scenarios 3
+TINY_SETTINGS = {
+    "eval_scenarios": 3, "eval_tasks": ["easy"], "prompt_style": "compact", "max_new_tokens": 320,
+    "eval_batch_size": 8, "eval_dataset_seed": 7,
+}  # fmt: skip
 
 
 # --- statistics ---------------------------------------------------------------------------------------
@@ -134,6 +146,18 @@ def _result(fair_start: bool = True) -> dict:
         "after": {"policy": "the start + 60 GRPO steps (LoRA)", **side, "mean_fleet_reward": 0.45},
         "paired": paired,
         "delta_per_seed": [4.0, 6.5],
+        "baselines": {
+            "even_bf16": {
+                **side,
+                "mean_percent_of_optimum": 20.0,
+                "mean_fleet_reward": 0.25,
+                "per_task": {
+                    "easy": {"mean_percent_of_optimum": 25.0},
+                    "medium": {"mean_percent_of_optimum": 10.0},
+                },
+            },
+        },
+        "scenario_fingerprint": "0123456789abcdef",
         "bootstrap": {"resamples": 10000},
         "reward_curve": {"0": {"reward": [0.1, 0.2, 0.3]}, "1": {"reward": [0.2, 0.2]}},
         "wall_s": {
@@ -176,8 +200,15 @@ def test_render_gives_the_table_with_the_paired_interval():
     assert "seed 0: easy 15.0 → 60.0, medium 0.0 → 25.0; seed 1: easy 40.0 → 30.0, medium 5.0 → 5.0." in text
     assert "GRPO 600 s (generation 400 s, reward 1.0 s" in text and "evaluation 110 s" in text
     assert "total 812 s;" in text  # the seeds' own records, summed
+    assert lines[5] == "| baseline: even_bf16 | 20.0 | 0.90 | 0.50 | 0.10 | 0.250 |"
+    assert "mean % of optimum by tier: even_bf16: easy 25.0, medium 10.0." in text
+    assert "Scenario fingerprint `0123456789abcdef`" in text
     assert "Not a learning claim" not in text
     assert "Not a learning claim" in render(_result(fair_start=False))
+    earlier = {
+        key: value for key, value in _result().items() if key not in ("baselines", "scenario_fingerprint")
+    }
+    assert "baseline" not in render(earlier) and "fingerprint" not in render(earlier)  # results before #27
 
 
 def test_render_from_the_command_line(tmp_path):
@@ -194,50 +225,56 @@ def test_render_from_the_command_line(tmp_path):
 # --- aggregation from saved seeds (--reuse), no training ----------------------------------------------
 
 
-def _saved_seed(seed: int, fingerprint: dict, start: list[float], after: list[float]) -> dict:
-    def evaluation(percent: list[float]) -> dict:
-        metrics = {name: [0.5] * len(percent) for name in METRICS} | {"percent_of_optimum": percent}
-        return {
-            "summary": {"num_scenarios": len(percent)},
-            "per_scenario": metrics,
-            "samples": [],
-            "wall_s": 2.0,
-        }
+def _evaluation(percent: list[float]) -> dict:
+    metrics = {name: [0.5] * len(percent) for name in METRICS} | {"percent_of_optimum": percent}
+    return {"summary": {"num_scenarios": len(percent)}, "per_scenario": metrics, "samples": [], "wall_s": 2.0}
 
+
+def _saved_seed(
+    seed: int, fingerprint: dict, start: list[float], after: list[float], scenario_fingerprint: str
+) -> dict:
     wall = {"warm_start": 5.0, "grpo": 10.0, "generation": 6.0, "reward": 1.0, "backward": 3.0, "setup": 1.0}
     return {
         "seed": seed,
         "fingerprint": fingerprint,
+        "scenario_fingerprint": scenario_fingerprint,
         "start_model": f"runs/x/seed-{seed}/warm-start",
         "global_step": 3,
         "warm_start": {"steps": 4, "target": "random"},
         "reward_curve": {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},
         "wall_s": wall | {"eval_start": 2.0, "eval_after": 2.0},
         "memory_gb_after_seed": {"rss_now": 1.0, "rss_peak": 2.0},
-        "start": evaluation(start),
-        "after": evaluation(after),
+        "start": _evaluation(start),
+        "after": _evaluation(after),
     }
 
 
-def test_reuse_aggregates_saved_seeds_without_training(tmp_path):
+def _reuse_args(tmp_path: Path) -> tuple:
     flags = ["--sft_target", "random", "--max_steps", "3"]
     args, train_flags = parse(
         ["--config", "configs/tiny_cpu.yaml", "--seeds", "0", "1", "--eval_scenarios", "3", "--reuse",
          "--output", str(tmp_path / "out.json"), "--work_dir", str(tmp_path), *flags]
     )  # fmt: skip
-    settings = {
-        "eval_scenarios": 3, "eval_tasks": ["easy"], "prompt_style": "compact", "max_new_tokens": 320,
-        "eval_batch_size": 8, "eval_dataset_seed": 7,
-    }  # fmt: skip
-    fingerprint = {"config": "configs/tiny_cpu.yaml", "train_flags": train_flags, "settings": settings}
+    fingerprint = {"config": "configs/tiny_cpu.yaml", "train_flags": train_flags, "settings": TINY_SETTINGS}
+    return args, train_flags, fingerprint
+
+
+def _save_seed(tmp_path: Path, seed: int, saved: dict) -> Path:
+    (tmp_path / f"seed-{seed}").mkdir(exist_ok=True)
+    path = tmp_path / f"seed-{seed}" / "learning_seed.json"
+    path.write_text(json.dumps(saved))
+    return path
+
+
+def test_reuse_aggregates_saved_seeds_without_training(tmp_path, monkeypatch):
+    args, train_flags, fingerprint = _reuse_args(tmp_path)
+    today = today_scenario_fingerprint(TINY_SETTINGS)
     for seed, start, after in (
         (0, [10.0, 20.0, 30.0], [20.0, 20.0, 40.0]),
         (1, [0.0, 0.0, 0.0], [10.0, 0.0, 5.0]),
     ):
-        (tmp_path / f"seed-{seed}").mkdir()
-        (tmp_path / f"seed-{seed}" / "learning_seed.json").write_text(
-            json.dumps(_saved_seed(seed, fingerprint, start, after))
-        )
+        _save_seed(tmp_path, seed, _saved_seed(seed, fingerprint, start, after, today))
+    monkeypatch.setattr(learning, "train_seed", lambda *arguments: pytest.fail("a saved seed was retrained"))
     result = run(args, train_flags, ["python", "benchmarks/learning.py"])
     assert result["seeds"] == [0, 1] and result["grpo_steps"] == 3 and result["fair_start"] is True
     assert result["delta_percent_points"] == pytest.approx((20.0 + 15.0) / 6)  # per scenario: 10, 0, 7.5
@@ -251,7 +288,127 @@ def test_reuse_aggregates_saved_seeds_without_training(tmp_path):
     assert result["wall_s"]["generation"] == 12.0 and result["wall_s"]["eval_after"] == 4.0
     assert result["reward_curve"]["1"]["reward"] == [0.1, 0.2, 0.3]
     assert result["git"]["commit"] and REQUIRED_KEYS <= set(result)
-    assert render(result).startswith("| policy |")
+    assert result["scenario_fingerprint"] == today
+    assert list(result["baselines"]) == list(BASELINE_NAMES)
+    assert all(
+        len(percent) == 3 for percent in result["per_scenario"]["baseline_percent_of_optimum"].values()
+    )
+    text = render(result)
+    assert text.startswith("| policy |") and "| baseline: heuristic |" in text
+
+
+def test_reuse_retrains_a_seed_evaluated_on_other_scenarios(tmp_path, monkeypatch, capsys):
+    args, train_flags, fingerprint = _reuse_args(tmp_path)
+    today = today_scenario_fingerprint(TINY_SETTINGS)
+    _save_seed(tmp_path, 0, _saved_seed(0, fingerprint, [10.0, 20.0, 30.0], [20.0, 20.0, 40.0], today))
+    stale = _save_seed(tmp_path, 1, _saved_seed(1, fingerprint, [0.0] * 3, [90.0] * 3, "0" * 16))
+    trained = []
+
+    def fake_train_seed(seed, config, flags, output_dir):
+        trained.append(seed)
+        output_dir.mkdir(parents=True)
+        argv = ["--config", config, *flags, "--seed", str(seed), "--output_dir", str(output_dir),
+                "--eval_scenarios", "0", "--report_to", "none"]  # fmt: skip
+        wall = {"warm_start": 5.0, "grpo": 10.0, "generation": 6.0, "reward": 1.0, "backward": 3.0}
+        return argv, {"global_step": 3, "warm_start": None, "reward_curve": {"reward": [0.1]},
+                      "wall_s": wall | {"setup": 1.0}}  # fmt: skip
+
+    def fake_evaluate(base, adapter, settings, parsed):
+        return _evaluation([0.0, 0.0, 0.0] if adapter is None and base.endswith("warm-start") else [3.0] * 3)
+
+    monkeypatch.setattr(learning, "train_seed", fake_train_seed)
+    monkeypatch.setattr(learning, "evaluate", fake_evaluate)
+    result = run(args, train_flags, ["python", "benchmarks/learning.py"])
+    assert trained == [1]  # seed 0 matches today's scenarios and is kept
+    assert f"not reusing {stale}" in capsys.readouterr().err
+    assert json.loads(stale.read_text())["scenario_fingerprint"] == today
+    assert result["delta_per_seed"] == pytest.approx(
+        [20.0 / 3, 3.0]
+    )  # the retrained seed's, not the stale +90
+
+
+# --- scenario fingerprint and baselines ---------------------------------------------------------------
+
+
+def _settings(scenarios: int = 2, prompt_style: str = "compact") -> dict:
+    return TINY_SETTINGS | {"eval_scenarios": scenarios, "prompt_style": prompt_style}
+
+
+def test_scenario_fingerprint_is_deterministic_and_moves_with_the_panel_rewards(monkeypatch):
+    rows = eval_rows(_settings())
+    first = scenario_fingerprint.scenario_fingerprint(rows)
+    assert first == scenario_fingerprint.scenario_fingerprint(eval_rows(_settings()))
+    assert len(first) == 16 and int(first, 16) >= 0
+    real = scenario_fingerprint.fleet_reward
+
+    def shifted(by: float):
+        def reward(completions, scenarios, **kwargs):
+            return [value + by for value in real(completions, scenarios, **kwargs)]
+
+        return reward
+
+    monkeypatch.setattr(scenario_fingerprint, "fleet_reward", shifted(1e-12))  # below the 9 decimals kept
+    assert scenario_fingerprint.scenario_fingerprint(rows) == first
+    monkeypatch.setattr(scenario_fingerprint, "fleet_reward", shifted(1e-6))
+    assert scenario_fingerprint.scenario_fingerprint(rows) != first
+    monkeypatch.setattr(scenario_fingerprint, "fleet_reward", real)
+    assert scenario_fingerprint.scenario_fingerprint(eval_rows(_settings(prompt_style="full"))) != first
+    assert scenario_fingerprint.scenario_fingerprint(eval_rows(_settings(scenarios=3))) != first
+
+
+def test_the_panel_is_fixed_and_over_allocates_every_job(monkeypatch):
+    row = eval_rows(_settings(scenarios=1))[0]
+    answers = scenario_fingerprint.panel_answers(row)
+    assert list(answers) == ["even_bf16", "heuristic", "random_split", "random_feasible", "random", "optimal",
+                             "give_up", "all_gpus"]  # fmt: skip
+    assert answers["give_up"] == '```json\n{"jobs":[]}\n```'
+    scenario = json.loads(row["scenario"])
+    count = len(scenario["jobs"])
+    plan = json.loads(answers["all_gpus"].split("\n")[1])
+    assert len(plan["jobs"]) == count and all(part["tensor_parallel"] == 1 for part in plan["jobs"])
+    assert answers == scenario_fingerprint.panel_answers(row | {"seed": 12345})  # seed 0 whatever the row's
+
+
+def test_fingerprint_flag_prints_it_alone_on_the_last_line(capsys):
+    import yaml
+
+    from fleet_rl.training.dataset import scenario_rows
+    from fleet_rl.training.heldout import EVAL_DATASET_SEED
+
+    assert main(["--fingerprint", "--config", "configs/tiny_cpu.yaml", "--eval_scenarios", "2"]) is None
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    preset = yaml.safe_load((REPO / "configs" / "tiny_cpu.yaml").read_text())
+    rows = scenario_rows(
+        preset["tasks"], 2, dataset_seed=EVAL_DATASET_SEED, split="eval", prompt_style=preset["prompt_style"]
+    )  # the rows the benchmark evaluates on with these flags
+    assert last == scenario_fingerprint.scenario_fingerprint(rows) == today_scenario_fingerprint(_settings())
+
+
+def test_baselines_are_scored_like_the_policies(monkeypatch):
+    from fleet_rl import baselines
+
+    rows = eval_rows(_settings())  # two easy rows
+
+    def first_only(scenario, seed=0):
+        return optimal(scenario) if seed == rows[0]["seed"] else {"jobs": []}
+
+    monkeypatch.setitem(baselines.BASELINES, "even_bf16", optimal)  # 100 % on both rows
+    monkeypatch.setitem(baselines.BASELINES, "heuristic", first_only)  # 100 % then gives up: 50 %
+    monkeypatch.setitem(baselines.BASELINES, "random_feasible", lambda scenario, seed=0: {"jobs": []})
+    summaries, percents = baseline_summaries(rows)
+    assert list(summaries) == list(percents) == ["even_bf16", "heuristic", "random_feasible"]
+    assert percents == {
+        "even_bf16": pytest.approx([100.0, 100.0]),
+        "heuristic": pytest.approx([100.0, 0.0]),
+        "random_feasible": [0.0, 0.0],
+    }
+    for name, mean in (("even_bf16", 100.0), ("heuristic", 50.0), ("random_feasible", 0.0)):
+        summary = summaries[name]
+        assert {key for key, _, _ in METRICS.values()} <= set(summary)
+        assert summary["policy"] == f"baseline {name}" and summary["num_scenarios"] == 2
+        assert summary["mean_percent_of_optimum"] == pytest.approx(mean)
+        assert summary["per_task"]["easy"]["mean_percent_of_optimum"] == pytest.approx(mean)
+    assert summaries["even_bf16"]["feasible_rate"] == 1.0 and summaries["random_feasible"]["ird_rate"] == 1.0
 
 
 # --- end to end on the tiny preset --------------------------------------------------------------------
