@@ -68,6 +68,7 @@ from fleet_rl.training.callbacks import ScriptArgumentsToWandb  # noqa: E402
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
+from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
 
@@ -163,6 +164,8 @@ def main(argv: list[str] | None = None) -> dict:
     )
     if "wandb" in (training_args.report_to or []):
         trainer.add_callback(ScriptArgumentsToWandb(script_args))
+    if script_args.no_signal_steps:  # "no signal: every answer scored alike" after that many flat steps
+        trainer.add_callback(NoSignalWarning(script_args.no_signal_steps))
     if not training_args.disable_tqdm:
         from trl.trainer.callbacks import RichProgressCallback
 

@@ -112,6 +112,14 @@ class FleetScriptArguments:
             "help": "Held-out scenarios to evaluate after training (0: skip); writes eval_report.json."
         },
     )
+    no_signal_steps: int = field(
+        default=3,
+        metadata={
+            "help": "Say 'no signal: every answer scored alike' on the console after this many training "
+            "steps in a row in which every group's rewards were equal (TRL's frac_reward_zero_std = 1: "
+            "GRPO's advantage is zero), once per streak (fleet_rl/training/flat_groups.py); 0: never."
+        },
+    )
     max_seq_length: int = field(
         default=4096,
         metadata={"help": "Unsloth: maximum prompt + completion length the model is loaded for."},

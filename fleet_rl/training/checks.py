@@ -106,8 +106,8 @@ def check_options(
         )
     if script_args.sft_target not in SFT_TARGETS:
         raise ValueError(f"unknown sft_target {script_args.sft_target!r}; valid: {', '.join(SFT_TARGETS)}")
-    if script_args.sft_steps < 0 or script_args.eval_scenarios < 0:
-        raise ValueError("sft_steps and eval_scenarios must be >= 0")
+    if min(script_args.sft_steps, script_args.eval_scenarios, script_args.no_signal_steps) < 0:
+        raise ValueError("sft_steps, eval_scenarios and no_signal_steps must be >= 0")
     if (
         script_args.sft_steps
         and getattr(model_args, "load_in_4bit", False)
