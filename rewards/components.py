@@ -18,8 +18,9 @@ them with ``reward_weights``. Each reads the scoring pass (``rewards/scoring.py`
 
 None of them pays for a useless plan: each gives a plan under which nothing runs (all idle, or all failing)
 less than a plan under which everything runs, and so does their sum (what TRL computes when
-``reward_weights`` is omitted). For a whole plan that is the IRD rule ``nothing_runs``; the explicit check
-on the runs share covers a multi-agent answer that abstains (no IRD rule: the others' jobs run).
+``reward_weights`` is omitted). The explicit check on the runs share does it: the IRD rule
+``places_nothing`` only catches a whole plan that places no job, not one whose placed jobs all fail, nor a
+multi-agent answer that abstains (the others' jobs run).
 """
 
 from __future__ import annotations

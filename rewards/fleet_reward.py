@@ -6,25 +6,39 @@ column of scenario JSON strings (one per completion); multi-agent rows also carr
 ``log_metric`` (if TRL passes it) receives rates under ``kernel/``; ``log_extra`` adds each completion's
 parse error, IRD flag and % of optimum to TRL's completions table.
 
-Reward levels, in the order an engineer ranks answers (DESIGN.md §5, issue #9;
+Reward levels, in the order an engineer ranks answers (DESIGN.md §5, issues #9 and #27;
 tests/rewards/test_fleet_reward.py and test_reward_properties.py check them):
-- malformed: 0.0 (no JSON / not text / too large / too deep), 0.002 (JSON that does not decode),
-  0.005 (decodes but is not a valid plan);
-- schema-valid plan inconsistent with the cluster (over-allocated, TP not dividing GPUs): 0.0075, below the
-  degenerate level (a plan the cluster cannot even take is closer to malformed output); for a multi-agent
-  answer this is also breaking the joint plan (taking GPUs that were given to others);
-- degenerate (IRD, ``rewards/ird.py``: invented ids, several plans, lowest precision everywhere, nothing
-  runs, the copied example): exactly 0.01;
-- not feasible (some job the author placed cannot run, or a job the optimum runs is left idle):
-  0.02 + 0.23 × progress ≤ 0.25, where progress averages over the author's jobs 1 for a job that runs,
-  1/2 − k/6 for one that cannot run with k faults (unsupported format, over memory, unstable numerics,
-  under its ``min_tokens_per_s``; k ≤ 3; counted from the physics, so a second fault never hides the
-  first) and 1/3 for an idle one (as much as a near miss); hence crashing a job never beats idling it,
-  each further fault costs, and trying costs nothing against giving up (a whole plan under which nothing
-  runs is degenerate);
-- feasible: 0.3 + 0.7 × score, where score is the kernel's (objective / optimum) for a whole plan and the
-  agent's own contribution (its job's value / the best it could add beside the given parts) for a
-  multi-agent answer, so the optimum (or a best response) gets 1.0 and the reward rises with the score.
+
+=========================================================  ==========================================
+answer                                                     reward
+=========================================================  ==========================================
+malformed: no JSON, not text, too large or deep            0.0
+JSON that does not decode / decodes but is not a plan      0.002 / 0.005
+inconsistent with the cluster: a tensor_parallel that      0.0075
+does not divide its GPUs; a multi-agent part that takes
+GPUs given to others (breaking the joint plan)
+degenerate (IRD, ``rewards/ird.py``): places nothing       0.01 exactly
+(giving up), invented or duplicated ids, several plans,
+lowest precision everywhere, the copied example
+a whole plan that asks more GPUs than the cluster has      0.01 + 0.01 × fit × (1 + progress) / 2,
+                                                           in (0.01, 0.02); fit = cluster GPUs ÷ GPUs
+                                                           asked (one over on 8: 8/9; twenty over: 8/28)
+not feasible: some job the author placed does not run,     0.02 + 0.23 × progress, in [0.02, 0.25)
+or a job the optimum runs is left idle                     (nothing runs: progress < 1/2, so < 0.135)
+feasible                                                   0.3 + 0.7 × score, in [0.3, 1]
+=========================================================  ==========================================
+
+``progress`` is the mean breadcrumb credit over the author's jobs (``rewards/breadcrumbs.py``): 1 for a job
+that runs; for a near miss (over memory, under its ``min_tokens_per_s``) between 1/3 and 1/2, higher the
+closer the kernel says it came; 1/3 for an idle job; at most 1/6 for a job with a setting that cannot run at
+all (a format the GPU lacks, unstable numerics), less for each further one. So an honest attempt that fails
+is graded by its distance and always ranks above giving up; breaking a job on purpose never beats idling
+it; making a job run never lowers the reward; and any feasible plan beats any infeasible one.
+
+``score`` is the kernel's (objective / optimum) for a whole plan and the agent's own contribution (its job's
+value / the best it could add beside the given parts) for a multi-agent answer, so the optimum (or a best
+response) gets 1.0 and the reward rises with the score. A multi-agent part keeps the rules of issue #9:
+one that breaks the joint plan (over-allocates it) gets the inconsistent level, below abstaining.
 """
 
 from __future__ import annotations
@@ -39,11 +53,20 @@ from rewards.ird import IRD_REWARD, IRD_RULES
 from rewards.parsing import BAD_JSON, SCHEMA
 from rewards.scoring import GroupScores, score_completions
 
-__all__ = ["FEASIBLE_BASE", "INCONSISTENT_REWARD", "MALFORMED_REWARD", "fleet_reward", "log_kernel_rates"]
+__all__ = [
+    "FEASIBLE_BASE",
+    "INCONSISTENT_REWARD",
+    "INFEASIBLE_BASE",
+    "MALFORMED_REWARD",
+    "OVER_ALLOCATED_BAND",
+    "fleet_reward",
+    "log_kernel_rates",
+]
 
 MALFORMED_REWARD = {BAD_JSON: 0.002, SCHEMA: 0.005}  # every other parse error: 0.0
 INCONSISTENT_REWARD = 0.0075
 INFEASIBLE_BASE, PROGRESS_CREDIT = 0.02, 0.23
+OVER_ALLOCATED_BAND = (IRD_REWARD, INFEASIBLE_BASE)  # above giving up, below every plan the cluster takes
 FEASIBLE_BASE = 0.3
 _error = operator.attrgetter("error")
 
@@ -55,7 +78,10 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     malformed = np.fromiter(map(MALFORMED_REWARD.get, errors, repeat(0.0)), dtype=float, count=len(errors))
     infeasible = INFEASIBLE_BASE + PROGRESS_CREDIT * scores.progress
     rewards = np.where(scores.feasible, FEASIBLE_BASE + (1.0 - FEASIBLE_BASE) * scores.score, infeasible)
-    rewards = np.where(scores.valid, rewards, INCONSISTENT_REWARD)
+    low, high = OVER_ALLOCATED_BAND
+    over_allocated = low + (high - low) * scores.cluster_fit * (1.0 + scores.progress) / 2.0
+    inconsistent = np.where((scores.cluster_fit > 0) & ~scores.is_agent, over_allocated, INCONSISTENT_REWARD)
+    rewards = np.where(scores.valid, rewards, inconsistent)
     rewards = np.where(scores.has_plan, rewards, malformed)
     rewards[scores.ird] = IRD_REWARD
     log_kernel_rates(scores, kwargs.get("log_metric"))

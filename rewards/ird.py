@@ -2,7 +2,7 @@
 
 A completion caught here gets exactly ``IRD_REWARD`` (0.01), whatever the kernel would say: above
 malformed output, never above a crashing plan. The rules, by name (``IRD_RULES``; when several fire, the
-most specific is reported: copied example, then invented ids, lowest precision, nothing runs). Each fires
+most specific is reported: copied example, then invented ids, lowest precision, places nothing). Each fires
 in one place below: ``answer_rules`` for ``several_plans``, ``degenerate_plans`` for the others.
 
 - ``several_plans``: hedging with several plans in one answer (the parser's ``several_plans`` error).
@@ -10,17 +10,21 @@ in one place below: ``answer_rules`` for ``several_plans``, ``degenerate_plans``
   multi-agent answer this includes rewriting a job whose part was given.
 - ``lowest_precision_everywhere``: every module group of every job the answer places in a sub-16-bit format
   (fp8/int8/int4), norms included, where that is known to break.
-- ``nothing_runs``: a whole plan (not a multi-agent part) under which no job runs, every job idle
-  (``{"jobs": []}``, all 0 GPUs) or failing. Doing nothing is the safe answer a weak policy falls back to:
+- ``places_nothing``: a whole plan (not a multi-agent part) that places no job on any GPU
+  (``{"jobs": []}``, all 0 GPUs): giving up. Doing nothing is the safe answer a weak policy falls back to:
   in a SmolLM2 GRPO pilot that paid an all-idle plan 0.135 (the bottom of the partial band), every one of a
-  group's 8 answers gave every job 0 GPUs by step 14.
+  group's 8 answers gave every job 0 GPUs by step 14. A plan that places jobs which then fail is an honest
+  attempt, not giving up: ``fleet_reward`` grades it by how close its jobs came (``rewards/breadcrumbs.py``).
+  Until issue #27 this rule also caught plans whose placed jobs all failed; on tiers with throughput floors
+  that made 67-78 % of a weak policy's training answers score exactly 0.01, and GRPO drifted to giving up.
 - ``copied_example``: the prompt's worked example answer, or one of its jobs, reused for this scenario
   (``rewards/copied_example.py`` tells; ``rewards/scoring.py`` asks it of each answer's own plan, before
   a multi-agent part is merged with the given parts).
 
 Leaving a job idle that the optimum runs is not an override any more: such a plan is not feasible, so it
 ranks in ``fleet_reward``'s partial-credit band below every plan that runs all the jobs the cluster can run,
-and no lower than the same plan with that job crashing (issue #9: a crash must never beat idling). A merely
+and no lower than the same plan with that job failing on a setting that cannot run (issue #9: breaking a
+job on purpose must never beat idling it; a near miss, over memory or under its floor, earns more). A merely
 conservative plan (say all bf16) is not degenerate either: the kernel already scores it lower.
 """
 
@@ -31,7 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fleet_rl.kernel.batch_scoring import ScoredBatch
-from fleet_rl.kernel.constants import FP8, OK
+from fleet_rl.kernel.constants import FP8
 from fleet_rl.kernel.reasons import ReasonCode
 from rewards.parsing import SEVERAL_PLANS as PARSED_SEVERAL_PLANS
 from rewards.parsing import ParseResult
@@ -43,10 +47,10 @@ IRD_RULES: tuple[str, ...] = (
     "several_plans",
     "invented_or_duplicate_id",
     "lowest_precision_everywhere",
-    "nothing_runs",
+    "places_nothing",
     "copied_example",
 )
-SEVERAL_PLANS, INVENTED_OR_DUPLICATE_ID, LOWEST_PRECISION_EVERYWHERE, NOTHING_RUNS, COPIED_EXAMPLE = range(
+SEVERAL_PLANS, INVENTED_OR_DUPLICATE_ID, LOWEST_PRECISION_EVERYWHERE, PLACES_NOTHING, COPIED_EXAMPLE = range(
     len(IRD_RULES)
 )
 NOT_DEGENERATE = -1
@@ -85,14 +89,14 @@ def degenerate_plans(
     # a placed row with some group in a 16-bit or wider format (codes below FP8)
     wide = placed & (rows.precision.min(axis=1) < FP8)
     lowest_everywhere = any_row(placed) & ~any_row(wide)
-    nothing_runs = scored.valid & ~is_agent_plan & ~any_row(scored.results.status == OK)
+    places_nothing = scored.valid & ~is_agent_plan & ~any_row(placed)
     names_ids = np.array(
         [any(reason.code in _JOB_ID_CODES for reason in reasons) for reasons in scored.plan_reasons],
         dtype=bool,
     )
     rule = np.full(num_plans, NOT_DEGENERATE, dtype=np.int64)
     for code, fired in (
-        (NOTHING_RUNS, nothing_runs),
+        (PLACES_NOTHING, places_nothing),
         (LOWEST_PRECISION_EVERYWHERE, lowest_everywhere),
         (INVENTED_OR_DUPLICATE_ID, names_ids),
         (COPIED_EXAMPLE, copied),

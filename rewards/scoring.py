@@ -28,11 +28,14 @@ import numpy as np
 
 from fleet_rl.kernel.batch_scoring import ScoredBatch, score_batch
 from fleet_rl.kernel.constants import OK, OOM, STATUSES, TOO_SLOW, UNSTABLE, UNSUPPORTED
+from fleet_rl.kernel.distances import row_distances
+from fleet_rl.kernel.reasons import ReasonCode
 from fleet_rl.kernel.solver import SolvedScenario
 from fleet_rl.multiagent import merge_answer
 from fleet_rl.plan_schema import Plan, plan_from_json, plan_from_object
 from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
+from rewards.breadcrumbs import job_credit
 from rewards.copied_example import copies_example
 from rewards.ird import NOT_DEGENERATE, answer_rules, degenerate_plans
 from rewards.parsing import ParseResult, parse_plan
@@ -59,12 +62,14 @@ class GroupScores:
     has_plan: np.ndarray  # (N,) bool: a schema-valid plan was parsed
     valid: np.ndarray  # (N,) bool: ... and it is consistent with the scenario (kernel-valid)
     runs_share: np.ndarray  # (N,) share of the author's jobs that run (status ok)
-    # (N,) in [0, 1]: mean over the author's jobs of (credit + 1) / 2, where a job that runs has credit 1,
-    # a placed one that cannot run -k/3 for its k faults (unsupported format, over memory, unstable
-    # numerics, under its throughput floor; k capped at 3), and an idle one -1/3, as much as a near miss:
-    # a crash never beats idling, each further fault costs, and trying (one fault short of running) costs
-    # nothing against giving up
+    # (N,) in [0, 1]: mean over the author's jobs of their breadcrumb credit (``rewards/breadcrumbs.py``:
+    # 1 runs, a near miss graded by its distance in (1/3, 1/2), 1/3 idle, at most 1/6 for a categorical
+    # fault); for valid plans and for whole plans rejected only for asking more GPUs than the cluster has
+    # (their jobs' physics is still simulated), 0 otherwise
     progress: np.ndarray
+    # (N,) in (0, 1) for a plan rejected only for over-allocation: the cluster's GPUs ÷ the GPUs it asks
+    # for (one GPU over on 8 is 8/9, twenty over 8/28); 0 for every other plan
+    cluster_fit: np.ndarray
     # (N,) bool: valid, none of the author's placed jobs fails, every one the optimum runs runs (for an agent:
     # its job runs when it can add value), and the contribution is positive
     feasible: np.ndarray
@@ -141,6 +146,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
     zeros = np.zeros(size)
     valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
     runs_share, progress, score, objective = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
+    cluster_fit = zeros.copy()
     status_counts = np.zeros(len(STATUSES))
     crashes = np.zeros((size, len(CRASHES)), dtype=bool)
     if index:
@@ -164,6 +170,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
         valid[with_plan] = scored.valid
         objective[with_plan] = scored.objective
         runs_share[with_plan], progress[with_plan] = judged.runs_share, judged.progress
+        cluster_fit[with_plan] = judged.cluster_fit
         feasible[with_plan], score[with_plan] = judged.feasible, judged.score
         crashes[with_plan] = judged.crashes
         plan_rules = degenerate_plans(scored, judged.own_row, is_agent[with_plan], copied)
@@ -176,6 +183,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
         valid=valid,
         runs_share=runs_share,
         progress=progress,
+        cluster_fit=cluster_fit,
         feasible=feasible,
         score=score,
         objective=objective,
@@ -190,6 +198,7 @@ class _Judged(NamedTuple):
 
     runs_share: np.ndarray
     progress: np.ndarray
+    cluster_fit: np.ndarray
     feasible: np.ndarray
     score: np.ndarray
     own_row: np.ndarray  # (R,) bool: the rows of the author's jobs
@@ -198,7 +207,8 @@ class _Judged(NamedTuple):
 
 def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _Judged:
     """What the author of each plan achieved, from the kernel's rows: which of its jobs run, idle or fail
-    (and with how many faults), whether it is feasible, and its score or, for an agent, its contribution."""
+    (and how close they came, ``rewards/breadcrumbs.py``), how far over the cluster a plan rejected only for
+    over-allocation asks, whether it is feasible, and its score or, for an agent, its contribution."""
     rows, results, plan_of_row = scored.rows, scored.results, scored.plan_of_row
     sizes = scored.plan_sizes
     num_plans = len(sizes)
@@ -212,14 +222,26 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
     own_row = ~is_agent[plan_of_row] | (job_of_row == agent_job[plan_of_row])
     runs = results.status == OK
     crashed = results.faults > 0
-    credit = np.where(runs, 1.0, -np.clip(results.faults, 1, 3) / 3.0)  # idle (0 faults): as one fault
+    credit = job_credit(runs, rows.gpus > 0, row_distances(scored.table, rows, results))
 
     def own_sum(values: np.ndarray) -> np.ndarray:
         return np.bincount(plan_of_row, weights=np.where(own_row, values, 0.0), minlength=num_plans)
 
     own_count = np.maximum(own_sum(np.ones(len(plan_of_row))), 1.0)
     runs_share = np.where(scored.valid, own_sum(runs) / own_count, 0.0)
-    progress = np.where(scored.valid, own_sum((credit + 1.0) / 2.0) / own_count, 0.0)
+    # a plan rejected only for asking too many GPUs: its rows were simulated all the same
+    over_allocated = np.array(
+        [
+            bool(reasons) and all(r.code == ReasonCode.OVER_ALLOCATED for r in reasons)
+            for reasons in scored.plan_reasons
+        ],
+        dtype=bool,
+    )
+    progress = np.where(scored.valid | over_allocated, own_sum(credit) / own_count, 0.0)
+    asked = np.bincount(plan_of_row, weights=rows.gpus, minlength=num_plans)
+    cluster_gpus = np.array([solved_k.gpu_count for solved_k in solved], dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cluster_fit = np.where(over_allocated, cluster_gpus / asked, 0.0)
     # whole plans: every job the optimum runs must run
     optimal_gpus = np.concatenate([distinct.optimal_gpus for distinct in scored.solved]).take(rows.job)
     dropped = own_row & (optimal_gpus > 0) & ~runs
@@ -246,7 +268,7 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
     crashes = np.stack(
         [scored.valid & (own_sum(results.status == code) > 0) for code in _CRASH_CODES], axis=1
     )
-    return _Judged(runs_share, progress, feasible, score, own_row, crashes)
+    return _Judged(runs_share, progress, cluster_fit, feasible, score, own_row, crashes)
 
 
 def best_response_value(solved: SolvedScenario, job: int, gpus_taken: int) -> float:

@@ -17,7 +17,7 @@ from fleet_rl.kernel import evaluate
 from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 from rewards import score_completions
-from rewards.ird import IRD_RULES, NOT_DEGENERATE, NOTHING_RUNS
+from rewards.ird import IRD_RULES, NOT_DEGENERATE, PLACES_NOTHING
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -62,7 +62,7 @@ def test_it_is_clear_of_every_ird_rule():
         for scenario, rule in zip(scenarios, scores.ird_rule, strict=True):
             # only an empty plan, when no format it tries meets the floors of every job (idling costs the
             # same as running too slowly, and leaves the GPUs free)
-            assert rule in (NOT_DEGENERATE, NOTHING_RUNS), IRD_RULES[rule]
+            assert rule in (NOT_DEGENERATE, PLACES_NOTHING), IRD_RULES[rule]
             assert rule == NOT_DEGENERATE or all(job.min_tokens_per_s is not None for job in scenario.jobs)
         assert (scores.ird_rule == NOT_DEGENERATE).mean() >= 0.75
 

@@ -243,6 +243,14 @@ def build_job_table(scenario) -> JobTable:
     return JobTable(**{name: np.array(values) for name, values in rows.items()})
 
 
+def format_unsupported(gpu_supports, trains_weights, precision):
+    """Whether a module group in format ``precision`` (a code) cannot run: a format the GPU lacks
+    (``gpu_supports``: whether the GPU runs that format), or a weight-only integer format for weights being
+    trained (``trains_weights``: full training). Element-wise over arrays; the one rule the job table and
+    the distance measures (``distances.py``) share."""
+    return ~gpu_supports | (trains_weights & (precision >= INT8))
+
+
 HALF_A_GROUPS = (EMBEDDING, ATTENTION, MLP)
 HALF_B_GROUPS = (NORM, LM_HEAD)
 HALF_A_MAPS = np.array(list(itertools.product(range(len(PRECISIONS)), repeat=3)))  # (216, 3)
@@ -268,7 +276,7 @@ def _precision_map_tables(kind: int, stored: np.ndarray, gemm: np.ndarray, value
         out[f"{half}_quality_loss"] = total(lambda g, p: values["quality_weight"][g] * error[p])
         out[f"{half}_fp8_params"] = total(lambda g, p: stored[g] * (p == FP8))
         out[f"{half}_unsupported"] = total(
-            lambda g, p: ~values["supported"][p] | (trains_integer & (p >= INT8))
+            lambda g, p: format_unsupported(values["supported"][p], trains_integer, p)
         ).astype(bool)
         out[f"{half}_unstable"] = total(lambda g, p: UNSTABLE_FORMAT[kind, g, p]).astype(bool)
     streamed = STREAMED_BYTES_PER_PARAM

@@ -115,6 +115,10 @@ class RowResults:
     status: np.ndarray  # int, index into STATUSES
     memory_per_gpu_bytes: np.ndarray
     tokens_per_s: np.ndarray  # 0 unless status is ok or too_slow (what it would make: the reason says)
+    # what the row's physics gives whatever its status: tokens/s as if it ran (nan where a format is
+    # unsupported; unplaced and invalid rows included, meaningless there). The rewards' breadcrumbs read it
+    # to tell how far under its floor a job that fails for another reason would be (``distances.py``).
+    modelled_tokens_per_s: np.ndarray
     quality_loss: np.ndarray  # fractional
     power_w: np.ndarray  # all GPUs of the job; 0 unless ok
     # how many of {unsupported format, over memory, unstable numerics, under its throughput floor} hold
@@ -218,6 +222,7 @@ def _simulate(table: JobTable, rows: PlanRows) -> RowResults:
         status=status,
         memory_per_gpu_bytes=np.where(rows.gpus > 0, memory, 0.0),
         tokens_per_s=np.where(ok | (status == TOO_SLOW), tokens_per_s, 0.0),
+        modelled_tokens_per_s=tokens_per_s,
         quality_loss=quality_loss,
         power_w=np.where(ok, power_w, 0.0),
         faults=faults,

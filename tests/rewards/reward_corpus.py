@@ -19,7 +19,8 @@ or TRL message lists. A call holds 4 groups of different scenarios (as TRL batch
 the ``agent`` and ``given_plan`` columns of a multiagent dataset row.
 
 Each golden line is one completion: ``[completion hash, reward of each function in REWARD_FUNCS order,
-then score_completions' score, objective, progress, runs_share, valid, feasible, has_plan, ird_rule]``,
+then score_completions' score, objective, progress, runs_share, cluster_fit, valid, feasible, has_plan,
+ird_rule]``,
 floats rounded to 12 significant digits.
 """
 
@@ -107,7 +108,7 @@ def outcomes(completions: list, columns: dict[str, list]) -> list[list]:
         line: list = [digest(completion, 8)]
         line += [None if values[i] is None else _rounded(values[i]) for values in rewards]
         line += [_rounded(float(getattr(scores, name)[i])) for name in ("score", "objective", "progress")]
-        line += [_rounded(float(scores.runs_share[i]))]
+        line += [_rounded(float(scores.runs_share[i])), _rounded(float(scores.cluster_fit[i]))]
         line += [bool(getattr(scores, name)[i]) for name in ("valid", "feasible", "has_plan")]
         line += [int(scores.ird_rule[i])]
         lines.append(line)
@@ -123,7 +124,10 @@ def read_golden() -> list[list]:
 def write_golden() -> int:
     from rewards import REWARD_FUNCS
 
-    scores = ["score", "objective", "progress", "runs_share", "valid", "feasible", "has_plan", "ird_rule"]
+    scores = [
+        *("score", "objective", "progress", "runs_share", "cluster_fit"),
+        *("valid", "feasible", "has_plan", "ird_rule"),
+    ]
     header = {"seed": SEED, "columns": ["completion", *REWARD_FUNCS, *scores]}
     return write_lines(GOLDEN, header, [line for call in reward_calls() for line in outcomes(*call)])
 

@@ -119,7 +119,9 @@ def test_degenerate_strategies_get_exactly_the_ird_reward(completion, rule, why)
     assert columns["ird"] == [rule], why
 
 
-def test_idling_a_job_the_optimum_runs_ranks_above_crashing_it_and_below_every_feasible_plan():
+def test_a_job_the_optimum_runs_ranks_categorical_fault_below_idle_below_near_miss_below_feasible():
+    """Issue #27 changed this deliberately: a job over memory (a near miss) now ranks above idling it, a job
+    with a setting that cannot run (an fp8 norm) still below; until #27 both ranked at most as idle."""
     starved = {"jobs": [{**CONSERVATIVE["jobs"][0], "gpus": 8, "tensor_parallel": 8}]}  # others take its GPUs
     idle = {"jobs": [CRASHING["jobs"][0], {**CRASHING["jobs"][1], "gpus": 0}]}
     unstable = {
@@ -131,11 +133,13 @@ def test_idling_a_job_the_optimum_runs_ranks_above_crashing_it_and_below_every_f
     both = {"jobs": [CRASHING["jobs"][0], {**CRASHING["jobs"][1], "precision": {**BF16, "norm": "fp8"}}]}
     (two_faults,) = reward(json.dumps(both))  # out of memory and unstable
     assert evaluate(solved_scenario(SCENARIO), unstable).statuses["tune"] == "unstable"
-    assert IRD_REWARD < two_faults < crashing <= idled < conservative  # one fault: as much as idling
-    assert unstable_reward <= idled and starving < conservative
+    assert IRD_REWARD < two_faults < unstable_reward < idled < crashing < conservative
+    assert starving < conservative
 
 
-def test_inconsistent_below_degenerate_and_a_plan_under_which_nothing_runs_is_degenerate():
+def test_giving_up_is_degenerate_and_honest_attempts_that_fail_rank_above_it():
+    """Issue #27 changed this deliberately: a plan whose only placed job crashes was degenerate (0.01), and an
+    over-allocated whole plan ranked below giving up (0.0075); both now rank above giving up, graded."""
     empty, idle, crashed, over_allocated, half = reward(
         '{"jobs": []}',
         json.dumps({"jobs": [{**job, "gpus": 0} for job in OPTIMAL["jobs"]]}),
@@ -143,8 +147,10 @@ def test_inconsistent_below_degenerate_and_a_plan_under_which_nothing_runs_is_de
         json.dumps({"jobs": [{**job, "gpus": 8, "tensor_parallel": 8} for job in CONSERVATIVE["jobs"]]}),
         json.dumps({"jobs": [CONSERVATIVE["jobs"][0]]}),  # chat runs, tune idle
     )
-    assert empty == idle == crashed == IRD_REWARD  # nothing runs: doing nothing is no answer
-    assert over_allocated < IRD_REWARD < half < 0.3
+    assert empty == idle == IRD_REWARD  # places nothing: giving up is no answer
+    assert IRD_REWARD < over_allocated < crashed < half < 0.3
+    # the crashed plan: nothing runs, so it stays in the lower half of the not-feasible band
+    assert crashed < (0.02 + 0.25) / 2
 
 
 def test_several_plans_never_beat_the_best_one_alone():
@@ -178,7 +184,7 @@ def test_log_extra_adds_columns_to_the_completions_table():
     assert columns["ird"] == ["", ""]
     assert columns["percent_of_optimum"] == [100.0, 0.0]
     reward(json.dumps({"jobs": [OPTIMAL["jobs"][0]] * 2}), '{"jobs": []}', log_extra=columns.__setitem__)
-    assert columns["ird"] == ["invented_or_duplicate_id", "nothing_runs"]  # the rule that fired
+    assert columns["ird"] == ["invented_or_duplicate_id", "places_nothing"]  # the rule that fired
 
 
 def test_registry_and_trl_kwargs():
