@@ -1,4 +1,5 @@
-"""The kernel against published measurements: every figure of ``fleet_rl/calibration.py``. Prints JSON.
+"""The kernel against published measurements: every figure of ``fleet_rl/calibration_figures.yaml``.
+Prints JSON.
 
     python benchmarks/calibration.py             # JSON: each figure, the kernel's value, the error, a summary
     python benchmarks/calibration.py --markdown  # the README's table
