@@ -34,7 +34,12 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from trl import TrlParser
+from fleet_rl.training.config_file import exit_on_a_bad_config
+
+if __name__ == "__main__":  # a bad --config: one line and exit code 2, before trl and torch are imported
+    exit_on_a_bad_config(sys.argv[1:], "eval.py")
+
+from trl import TrlParser  # noqa: E402
 
 from fleet_rl.baselines import BASELINES
 from fleet_rl.endpoint_policy import ENDPOINT_PREFIX, EndpointSettings, evaluate_endpoint
@@ -276,6 +281,7 @@ def evaluate_policies(args: EvalArguments, kinds: list[tuple[str, str]]) -> dict
 
 
 def main(argv: list[str] | None = None) -> dict:
+    exit_on_a_bad_config(sys.argv[1:] if argv is None else argv, "eval.py")
     parser = TrlParser((EvalArguments,))
     (args,) = parser.parse_args_and_config(argv)
     unknown = [task for task in args.tasks if task not in TASKS]

@@ -30,6 +30,11 @@ from __future__ import annotations
 import os
 import sys
 
+from fleet_rl.training.config_file import exit_on_a_bad_config
+
+if __name__ == "__main__":  # a bad --config: one line and exit code 2, before trl and torch are imported
+    exit_on_a_bad_config(sys.argv[1:], "train_grpo.py")
+
 
 def _backend_requested(argv: list[str]) -> str:
     """The ``backend`` option, read before importing trl (Unsloth must be imported first to patch it)."""
@@ -80,6 +85,7 @@ warnings.filterwarnings("ignore", r"`is_gradient_checkpointing` is deprecated", 
 
 def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRPOConfig, ModelConfig]:
     """Parse YAML + flags; turn every option error into a usage error (exit code 2) before any model loads."""
+    exit_on_a_bad_config(sys.argv[1:] if argv is None else argv, "train_grpo.py")
     parser = TrlParser((FleetScriptArguments, GRPOConfig, ModelConfig))
     try:
         script_args, training_args, model_args = parser.parse_args_and_config(argv)

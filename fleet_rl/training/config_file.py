@@ -1,0 +1,67 @@
+"""A ``--config`` file checked before anything else runs: missing, unreadable, not YAML, or not a mapping of
+option names to values ends the script with one line naming the file and the problem, and exit code 2 (a
+usage error, as argparse gives), instead of a traceback from deep inside the parser.
+
+Used by ``train_grpo.py``, ``eval.py`` and ``benchmarks/learning.py`` before their heavy imports; it imports
+only PyYAML.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+__all__ = ["config_path", "config_problem", "exit_on_a_bad_config"]
+
+
+def config_path(argv: list[str]) -> str | None:
+    """The value of ``--config PATH`` or ``--config=PATH`` in ``argv`` (the last one given), or None."""
+    found = None
+    for index, argument in enumerate(argv):
+        if argument == "--config" and index + 1 < len(argv):
+            found = argv[index + 1]
+        elif argument.startswith("--config="):
+            found = argument.removeprefix("--config=")
+    return found
+
+
+def config_problem(path: str) -> str | None:
+    """What is wrong with the config file at ``path``, in a few words, or None if it is a YAML mapping."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "no such file"
+    except IsADirectoryError:
+        return "is a directory, not a file"
+    except PermissionError:
+        return "cannot be read (permission denied)"
+    except UnicodeDecodeError:
+        return "cannot be read as UTF-8 text"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        return f"not valid YAML{where}: {problem}"
+    if not isinstance(config, dict):
+        found = "nothing" if config is None else f"a {type(config).__name__}"
+        return f"holds {found}, not a mapping of option names to values"
+    return None
+
+
+def exit_on_a_bad_config(argv: list[str], program: str | None = None) -> None:
+    """If ``argv`` names a ``--config`` with a problem, print ``<program>: error: --config <path>: <problem>``
+    to stderr and exit with code 2; else return."""
+    path = config_path(argv)
+    if path is None:
+        return
+    problem = config_problem(path)
+    if problem is not None:
+        program = program or Path(sys.argv[0]).name
+        print(f"{program}: error: --config {path}: {problem}", file=sys.stderr)
+        raise SystemExit(2)
