@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import learning, scenario_fingerprint
+from benchmarks import learning_run, scenario_fingerprint
 from benchmarks.learning import (
     BASELINE_NAMES,
     METRICS,
@@ -208,7 +208,7 @@ def test_render_gives_the_table_with_the_paired_interval():
     earlier = {
         key: value for key, value in _result().items() if key not in ("baselines", "scenario_fingerprint")
     }
-    assert "baseline" not in render(earlier) and "fingerprint" not in render(earlier)  # results before #27
+    assert "baseline" not in render(earlier) and "fingerprint" not in render(earlier)  # older results
 
 
 def test_render_from_the_command_line(tmp_path):
@@ -274,7 +274,8 @@ def test_reuse_aggregates_saved_seeds_without_training(tmp_path, monkeypatch):
         (1, [0.0, 0.0, 0.0], [10.0, 0.0, 5.0]),
     ):
         _save_seed(tmp_path, seed, _saved_seed(seed, fingerprint, start, after, today))
-    monkeypatch.setattr(learning, "train_seed", lambda *arguments: pytest.fail("a saved seed was retrained"))
+    retrained = lambda *arguments: pytest.fail("a saved seed was retrained")  # noqa: E731
+    monkeypatch.setattr(learning_run, "train_seed", retrained)
     result = run(args, train_flags, ["python", "benchmarks/learning.py"])
     assert result["seeds"] == [0, 1] and result["grpo_steps"] == 3 and result["fair_start"] is True
     assert result["delta_percent_points"] == pytest.approx((20.0 + 15.0) / 6)  # per scenario: 10, 0, 7.5
@@ -316,8 +317,8 @@ def test_reuse_retrains_a_seed_evaluated_on_other_scenarios(tmp_path, monkeypatc
     def fake_evaluate(base, adapter, settings, parsed):
         return _evaluation([0.0, 0.0, 0.0] if adapter is None and base.endswith("warm-start") else [3.0] * 3)
 
-    monkeypatch.setattr(learning, "train_seed", fake_train_seed)
-    monkeypatch.setattr(learning, "evaluate", fake_evaluate)
+    monkeypatch.setattr(learning_run, "train_seed", fake_train_seed)
+    monkeypatch.setattr(learning_run, "evaluate", fake_evaluate)
     result = run(args, train_flags, ["python", "benchmarks/learning.py"])
     assert trained == [1]  # seed 0 matches today's scenarios and is kept
     assert f"not reusing {stale}" in capsys.readouterr().err
@@ -483,12 +484,10 @@ def test_tiny_preset_end_to_end(tmp_path):
 def test_a_start_from_an_earlier_warm_start_is_named(tmp_path):
     from types import SimpleNamespace
 
-    from benchmarks import learning
-
     (tmp_path / "warm_start.json").write_text(json.dumps({"steps": 40, "target": "random_split"}))
     script_args = SimpleNamespace(sft_steps=0, sft_target="random_split")
     model_args = SimpleNamespace(model_name_or_path=str(tmp_path), load_in_4bit=True)
-    described = learning._start_description(script_args, model_args)
+    described = learning_run._start_description(script_args, model_args)
     assert described == f"an earlier 40-step SFT warm start on random_split plans ({tmp_path}) (NF4 base)"
     model_args.model_name_or_path, model_args.load_in_4bit = str(tmp_path / "absent"), False
-    assert learning._start_description(script_args, model_args) == "base model, zero-shot"
+    assert learning_run._start_description(script_args, model_args) == "base model, zero-shot"

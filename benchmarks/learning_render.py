@@ -1,0 +1,139 @@
+"""Learning benchmark, the README table: ``render(result)`` turns a result JSON into the markdown table and
+the lines under it (``python benchmarks/learning.py --render RESULT_JSON``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.learning_statistics import METRICS
+
+__all__ = ["plural", "render"]
+
+
+def _signed(value: float, digits: int) -> str:
+    return f"{value:+.{digits}f}".replace("-", "−")
+
+
+def _first_last(values: list, window: int = 10) -> tuple[float, float] | None:
+    """Mean of the first and of the last ``window`` values (fewer, so they never overlap, on short curves)."""
+    values = [value for value in values if value is not None]
+    if not values:
+        return None
+    window = max(1, min(window, len(values) // 2))
+    return float(np.mean(values[:window])), float(np.mean(values[-window:]))
+
+
+SEED_WALL_PARTS = ("setup", "warm_start", "grpo", "eval_start", "eval_after")  # one seed's run, end to end
+
+
+def _seeds_total(wall: dict) -> str:
+    """The seeds' wall time summed from their own records: ``wall["total"]`` is this invocation's, which
+    leaves out seeds kept from an earlier run with ``--reuse``."""
+    per_seed = wall.get("per_seed") or []
+    if not per_seed:
+        return "n/a" if wall.get("total") is None else f"{wall['total']:.0f} s"
+    return f"{sum(seed.get(part) or 0.0 for seed in per_seed for part in SEED_WALL_PARTS):.0f} s"
+
+
+def _per_seed_and_tier(result: dict) -> str:
+    """One line: each seed's start → after mean % of optimum on each task tier (from ``per_scenario``)."""
+    table = result["per_scenario"]
+    tasks = np.array(table["task"])
+    starts, afters = table["start_percent_of_optimum"], table["after_percent_of_optimum"]
+    parts = []
+    for k, seed in enumerate(result["seeds"]):
+        start = np.array(starts[min(k, len(starts) - 1)])  # one start for every seed when none is trained
+        after = np.array(afters[k])
+        tiers = ", ".join(
+            f"{task} {start[tasks == task].mean():.1f} → {after[tasks == task].mean():.1f}"
+            for task in result["eval"]["eval_tasks"]
+        )
+        parts.append(f"seed {seed}: {tiers}")
+    return "Mean % of optimum, start → after, by seed and tier: " + "; ".join(parts) + "."
+
+
+def _baselines_by_tier(result: dict) -> str:
+    """One line: each baseline's mean % of optimum on each task tier (from its summary's ``per_task``)."""
+    parts = []
+    for name, summary in result["baselines"].items():
+        tiers = ", ".join(
+            f"{task} {summary['per_task'][task]['mean_percent_of_optimum']:.1f}"
+            for task in result["eval"]["eval_tasks"]
+            if task in summary.get("per_task", {})
+        )
+        parts.append(f"{name}: {tiers}")
+    return "Baselines on the same scenarios (no model), mean % of optimum by tier: " + "; ".join(parts) + "."
+
+
+def render(result: dict) -> str:
+    """The README's markdown table (and the lines under it) from a benchmark result."""
+    seeds = result["seeds"]
+    header = "| policy | " + " | ".join(label for _, label, _ in METRICS.values()) + " |"
+    lines = [header, "|---" * (len(METRICS) + 1) + "|"]
+    for side in ("start", "after"):
+        cells = [f"{result[side][key]:.{digits}f}" for key, _, digits in METRICS.values()]
+        lines.append(f"| {side}: {result[side]['policy']} | " + " | ".join(cells) + " |")
+    cells = []
+    for name, (_, _, digits) in METRICS.items():
+        paired = result["paired"][name]
+        low, high = paired["ci95"]
+        cells.append(f"{_signed(paired['mean'], digits)} [{_signed(low, digits)}, {_signed(high, digits)}]")
+    lines.append("| **after − start** [95 % CI] | " + " | ".join(cells) + " |")
+    for name, summary in result.get("baselines", {}).items():  # older results have none
+        cells = [f"{summary[key]:.{digits}f}" for key, _, digits in METRICS.values()]
+        lines.append(f"| baseline: {name} | " + " | ".join(cells) + " |")
+    per_seed = ", ".join(
+        f"seed {seed} {_signed(delta, 1)}"
+        for seed, delta in zip(seeds, result["delta_per_seed"], strict=True)
+    )
+    lines += [
+        "",
+        f"{result['eval_scenarios']} held-out scenarios ({', '.join(result['eval']['eval_tasks'])}), "
+        f"greedy, × {plural(len(seeds), 'training seed')}; the interval resamples scenarios "
+        f"({result['bootstrap']['resamples']:,} bootstrap resamples). "
+        f"After − start in % of optimum per seed: {per_seed}.",
+        _per_seed_and_tier(result),
+    ]
+    if result.get("baselines"):
+        lines.append(_baselines_by_tier(result))
+    curves = [_first_last(curve.get("reward", [])) for curve in result["reward_curve"].values()]
+    if all(curves):
+        lines.append(
+            "Training reward, mean of the first → last (up to) 10 logged steps: "
+            + ", ".join(f"seed {seed} {a:.3f} → {b:.3f}" for seed, (a, b) in zip(seeds, curves, strict=True))
+            + "."
+        )
+    wall = result["wall_s"]
+
+    def seconds(key: str) -> str:
+        if wall.get(key) is None:
+            return "n/a"
+        return f"{wall[key]:.1f} s" if wall[key] < 10 else f"{wall[key]:.0f} s"
+
+    lines.append(
+        f"Wall time, all seeds: warm start {seconds('warm_start')}, GRPO {seconds('grpo')} (generation "
+        f"{seconds('generation')}, reward {seconds('reward')}, "
+        f"forward/backward/optimizer {seconds('backward')}), "
+        f"evaluation {_seconds_sum(wall, 'eval_start', 'eval_after')}, total {_seeds_total(wall)}; "
+        f"{result['cpu']['model']}, {result['cpu']['cores']} cores."
+    )
+    if not result["fair_start"]:
+        lines.append(
+            "**Not a learning claim:** the start imitated the exact optimum (`sft_target: optimal`), so what "
+            "GRPO adds cannot be told from what the warm start copied."
+        )
+    if result.get("scenario_fingerprint"):
+        lines.append(
+            f"Scenario fingerprint `{result['scenario_fingerprint']}` (`--fingerprint` prints today's)."
+        )
+    lines.append(f"Command: `{result['command']}`")
+    return "\n".join(lines)
+
+
+def _seconds_sum(wall: dict, *keys: str) -> str:
+    values = [wall.get(key) for key in keys]
+    return "n/a" if any(value is None for value in values) else f"{sum(values):.0f} s"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

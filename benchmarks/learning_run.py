@@ -1,0 +1,273 @@
+"""Learning benchmark, the run: every seed trained and evaluated (or kept from an earlier run with
+``--reuse``), the start's evaluation shared between seeds and runs, then aggregated with provenance (command,
+CPU, versions, git commit) into the result ``benchmarks/learning.py`` writes."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.learning_evaluate import (
+    baseline_summaries,
+    eval_rows,
+    eval_settings,
+    evaluate,
+    today_scenario_fingerprint,
+)
+from benchmarks.learning_render import plural
+from benchmarks.learning_start_cache import START_EVALUATIONS, cached_evaluation, start_evaluation_key
+from benchmarks.learning_statistics import BOOTSTRAP_SEED, METRICS, paired_difference
+from benchmarks.learning_train import start_model_path, train_seed
+
+__all__ = ["SEED_RESULT", "default_work_dir", "run"]
+
+REPO = Path(__file__).resolve().parents[1]
+OUTPUTS = "outputs"  # what runs write; openenv validate's digest skips it
+SEED_RESULT = "learning_seed.json"
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("torch", "transformers", "trl", "peft", "bitsandbytes", "accelerate", "datasets", "numpy"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _git() -> dict:
+    def git(*arguments: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+
+
+def _cpu() -> dict:
+    import torch
+
+    from benchmarks.machine import cpu_model
+
+    return {"model": cpu_model(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads()}
+
+
+def _aggregate(evaluations: list[dict], description: str) -> dict:
+    """Means over seeds and scenarios of each metric, plus each seed's held-out summary."""
+    table = {
+        key: float(np.mean([evaluation["per_scenario"][name] for evaluation in evaluations]))
+        for name, (key, _, _) in METRICS.items()
+    }
+    return {
+        "policy": description,
+        **table,
+        "per_seed": [evaluation["summary"] for evaluation in evaluations],
+        "samples": evaluations[0]["samples"],
+    }
+
+
+def _earlier_warm_start(model_args) -> dict:
+    """The ``warm_start.json`` of a model directory that an earlier run's SFT warm start wrote, or {}."""
+    marker = Path(model_args.model_name_or_path or "") / "warm_start.json"
+    return json.loads(marker.read_text()) if marker.is_file() else {}
+
+
+def _start_description(script_args, model_args) -> str:
+    base = " (NF4 base)" if model_args.load_in_4bit else ""
+    if script_args.sft_steps > 0:
+        return f"{script_args.sft_steps}-step SFT warm start on {script_args.sft_target} plans{base}"
+    earlier = _earlier_warm_start(model_args)
+    if earlier:
+        return (
+            f"an earlier {earlier.get('steps')}-step SFT warm start on {earlier.get('target')} plans "
+            f"({model_args.model_name_or_path}){base}"
+        )
+    return f"base model, zero-shot{base}"
+
+
+def default_work_dir(config: str) -> Path:
+    """Where the seeds train without ``--work_dir``: ``outputs/learning/<config stem>``."""
+    return Path(OUTPUTS, "learning", Path(config).stem)
+
+
+def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) -> dict:
+    """Train and evaluate every seed; return the benchmark's result (see the module docstring)."""
+    import train_grpo
+
+    started = time.perf_counter()
+    git = _git()  # the code that runs, before anything else can commit
+    work_dir = Path(args.work_dir) if args.work_dir else default_work_dir(args.config)
+    parsed0 = train_grpo.parse_args(["--config", args.config, *train_flags, "--report_to", "none"])
+    script_args, training_args, model_args = parsed0
+    settings = eval_settings(args, script_args, training_args)
+    rows = eval_rows(settings)
+    scenario_fingerprint = today_scenario_fingerprint(settings, rows)
+    baselines, baseline_percents = baseline_summaries(rows)  # no model: cheap, once
+    fair_start = not (script_args.sft_steps > 0 and script_args.sft_target == "optimal")
+    fair_start = fair_start and _earlier_warm_start(model_args).get("target") != "optimal"
+    if not fair_start:
+        print(
+            "learning benchmark: the start imitates the exact optimum (sft_target optimal); this run makes "
+            "no claim about what RL learned (use --sft_target even_split, random, random_split or "
+            "random_feasible)",
+            file=sys.stderr,
+        )
+    fingerprint = {"config": args.config, "train_flags": train_flags, "settings": settings}
+    start_cache: dict[str, dict] = {}  # a start shared by seeds (no warm start) is evaluated once
+    seeds = []
+    for seed in args.seeds:
+        output_dir = work_dir / f"seed-{seed}"
+        saved = output_dir / SEED_RESULT
+        earlier = json.loads(saved.read_text()) if args.reuse and saved.exists() else {}
+        if earlier.get("fingerprint") == fingerprint:
+            if earlier.get("scenario_fingerprint") == scenario_fingerprint:
+                print(f"learning benchmark: reusing seed {seed} from {saved}", file=sys.stderr)
+                seeds.append(earlier)
+                start_cache.setdefault(os.path.realpath(earlier["start_model"]), earlier["start"])
+                continue
+            print(
+                f"learning benchmark: seed {seed}: not reusing {saved}: it was evaluated on held-out "
+                f"scenarios with scenario fingerprint {earlier.get('scenario_fingerprint')}, today's is "
+                f"{scenario_fingerprint} (prompts, optima or rewards changed); training it afresh",
+                file=sys.stderr,
+            )
+        shutil.rmtree(output_dir, ignore_errors=True)
+        print(f"learning benchmark: seed {seed}: training in {output_dir}", file=sys.stderr, flush=True)
+        argv, trained = train_seed(seed, args.config, train_flags, output_dir)
+        parsed = train_grpo.parse_args(argv)
+        start_path = start_model_path(output_dir, parsed[0], parsed[2])
+        adapter = str(output_dir) if (output_dir / "adapter_config.json").exists() else None
+        print(f"learning benchmark: seed {seed}: evaluating {start_path} and the result", file=sys.stderr)
+        key = os.path.realpath(start_path)
+        shared = key in start_cache
+        reused_from = None  # a stored evaluation of the same start, by an earlier process or run
+        if not shared:
+            start_key = start_evaluation_key(start_path, settings, scenario_fingerprint, parsed[2])
+            start_cache[key], reused_from = cached_evaluation(
+                work_dir / START_EVALUATIONS,
+                start_key,
+                functools.partial(evaluate, start_path, None, settings, parsed),
+            )
+            if reused_from:
+                print(
+                    f"learning benchmark: seed {seed}: start evaluation reused from {reused_from}",
+                    file=sys.stderr,
+                )
+        after = evaluate(start_path if adapter else str(output_dir), adapter, settings, parsed)
+        result = {
+            "seed": seed,
+            "fingerprint": fingerprint,
+            "scenario_fingerprint": scenario_fingerprint,
+            "train_argv": argv,
+            "start_model": start_path,
+            "start_evaluated_for_an_earlier_seed": shared,
+            "start_evaluation_reused_from": reused_from,
+            **trained,
+            "start": start_cache[key],
+            "after": after,
+        }
+        result["wall_s"] |= {
+            "eval_start": 0.0 if shared or reused_from else start_cache[key]["wall_s"],
+            "eval_after": after["wall_s"],
+        }
+        result["memory_gb_after_seed"] = _memory_gb()  # one process trains every seed: watch it grow
+        saved.write_text(json.dumps(result, indent=1))
+        seeds.append(result)
+
+    starts = [seed["start"] for seed in seeds]
+    afters = [seed["after"] for seed in seeds]
+    paired = {
+        name: paired_difference(
+            np.array([evaluation["per_scenario"][name] for evaluation in starts]),
+            np.array([evaluation["per_scenario"][name] for evaluation in afters]),
+            resamples=args.bootstrap_resamples,
+        )
+        for name in METRICS
+    }
+    wall_keys = (
+        "warm_start",
+        "grpo",
+        "generation",
+        "reward",
+        "backward",
+        "setup",
+        "eval_start",
+        "eval_after",
+    )
+    wall = {key: _sum_or_none([seed["wall_s"].get(key) for seed in seeds]) for key in wall_keys}
+    steps = [seed["global_step"] for seed in seeds]
+    return {
+        "benchmark": "learning",
+        "config": args.config,
+        "train_flags": train_flags,
+        "seeds": [seed["seed"] for seed in seeds],
+        "eval_scenarios": args.eval_scenarios,
+        "eval": settings | {"split": "eval", "decoding": "greedy"},
+        "scenario_fingerprint": scenario_fingerprint,
+        "grpo_steps": steps[0] if len(set(steps)) == 1 else steps,
+        "fair_start": fair_start,
+        "start": _aggregate(starts, _start_description(script_args, model_args)),
+        "after": _aggregate(afters, f"the start + {plural(steps[0], 'GRPO step')} (LoRA)"),
+        "baselines": baselines,
+        "delta_percent_points": paired["percent_of_optimum"]["mean"],
+        "delta_ci95": paired["percent_of_optimum"]["ci95"],
+        "delta_per_seed": paired["percent_of_optimum"]["per_seed"],
+        "paired": paired,
+        "bootstrap": {
+            "resamples": args.bootstrap_resamples,
+            "rng": f"numpy.random.default_rng({BOOTSTRAP_SEED})",
+            "unit": "scenario; each scenario's after - start difference averaged over seeds",
+            "interval": "percentile, 2.5 and 97.5",
+        },
+        "reward_curve": {str(seed["seed"]): seed["reward_curve"] for seed in seeds},
+        "per_scenario": {
+            "task": [row["task"] for row in rows],
+            "generator_seed": [row["seed"] for row in rows],
+            "start_percent_of_optimum": [e["per_scenario"]["percent_of_optimum"] for e in starts],
+            "after_percent_of_optimum": [e["per_scenario"]["percent_of_optimum"] for e in afters],
+            "baseline_percent_of_optimum": baseline_percents,
+        },
+        "warm_start": [seed["warm_start"] for seed in seeds],
+        # per seed: the stored start evaluation used instead of evaluating it again, or None
+        "start_evaluation_reused_from": [seed.get("start_evaluation_reused_from") for seed in seeds],
+        "memory_gb_after_seed": [seed.get("memory_gb_after_seed") for seed in seeds],
+        "wall_s": {"total": time.perf_counter() - started, **wall, "per_seed": [s["wall_s"] for s in seeds]},
+        "command": shlex.join(command),
+        "cpu": _cpu(),
+        "versions": _versions(),
+        "git": git,
+    }
+
+
+def _memory_gb() -> dict[str, float]:
+    """This process's resident memory now and at its peak so far (Linux), in GB."""
+    import resource
+
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        now = pages * os.sysconf("SC_PAGE_SIZE") / 1e9
+    except (OSError, ValueError, IndexError):
+        now = float("nan")
+    return {"rss_now": now, "rss_peak": peak_kb * 1024 / 1e9}
+
+
+def _sum_or_none(values: list) -> float | None:
+    return None if any(value is None for value in values) else float(sum(values))

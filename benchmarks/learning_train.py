@@ -1,0 +1,125 @@
+"""Learning benchmark, training: one seed through ``train_grpo.main``, with its reward curve and its GRPO
+wall time split into generation, reward and the rest (from the timings TRL's profiling takes)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import time
+from pathlib import Path
+
+__all__ = ["reward_curve", "split_grpo_time", "start_model_path", "train_seed", "trl_profiling_totals"]
+
+
+@contextlib.contextmanager
+def trl_profiling_totals():
+    """Sum the durations TRL's ``profiling_context`` measures (by name), while the block runs.
+
+    GRPOTrainer times ``transformers.generate`` (or ``vLLM.generate``), ``_calculate_rewards``,
+    ``compute_loss``... with ``trl.extras.profiling.ProfilingContext`` but only reports them to wandb,
+    MLflow or Trackio; this records them too, without touching the trainer."""
+    totals: dict[str, float] = collections.defaultdict(float)
+    try:
+        from trl.extras.profiling import ProfilingContext
+    except ImportError:  # an older TRL without it: no split
+        yield totals
+        return
+    original = ProfilingContext._log_metrics
+
+    def record(self, duration: float) -> None:
+        totals[self.name] += duration
+        original(self, duration)
+
+    ProfilingContext._log_metrics = record
+    try:
+        yield totals
+    finally:
+        ProfilingContext._log_metrics = original
+
+
+def split_grpo_time(grpo_s: float, profiled: dict[str, float]) -> dict[str, float | None]:
+    """GRPO wall time as generation, reward, and the rest (forward, backward, optimizer, saves)."""
+    generation = sum(
+        seconds
+        for name, seconds in profiled.items()
+        if name.endswith((".generate", ".generate_batch", ".sync_weights"))
+    )
+    reward = sum(seconds for name, seconds in profiled.items() if name.endswith("._calculate_rewards"))
+    if not profiled:
+        return {"generation": None, "reward": None, "backward": None}
+    return {"generation": generation, "reward": reward, "backward": grpo_s - generation - reward}
+
+
+def reward_curve(log_history: list[dict]) -> dict[str, list]:
+    """Per logged training step: ``reward`` and every ``rewards/<name>/mean`` (plus the kernel rates)."""
+    entries = [entry for entry in log_history if "reward" in entry]
+    keys = ["reward"] + sorted(
+        {
+            key
+            for entry in entries
+            for key in entry
+            if (key.startswith("rewards/") and key.endswith("/mean")) or key.startswith("kernel/")
+        }
+    )
+    curve: dict[str, list] = {"step": [entry.get("step") for entry in entries]}
+    for key in keys:
+        curve[key] = [entry.get(key) for entry in entries]
+    return curve
+
+
+def _final_trainer_state(output_dir: Path, global_step: int) -> dict:
+    checkpoints = sorted(output_dir.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[1]))
+    exact = output_dir / f"checkpoint-{global_step}" / "trainer_state.json"
+    path = exact if exact.exists() else (checkpoints[-1] / "trainer_state.json" if checkpoints else None)
+    if path is None or not path.exists():
+        return {"log_history": [], "note": "no checkpoint saved: no trainer_state.json"}
+    return json.loads(path.read_text())
+
+
+def train_seed(seed: int, config: str, train_flags: list[str], output_dir: Path) -> tuple[list[str], dict]:
+    """Run train_grpo.main for one seed; return its argv and the training side of the seed's result."""
+    import train_grpo
+
+    argv = [
+        "--config", config, *train_flags, "--seed", str(seed), "--output_dir", str(output_dir),
+        "--eval_scenarios", "0", "--report_to", "none",
+    ]  # fmt: skip
+    parsed = train_grpo.parse_args(argv)
+    script_args, training_args, _ = parsed
+    # Save at the last step (unless told otherwise): its trainer_state.json holds the whole reward curve.
+    if not any(flag.split("=")[0] == "--save_steps" for flag in train_flags):
+        argv += ["--save_steps", str(training_args.max_steps)]
+    started = time.perf_counter()
+    with trl_profiling_totals() as profiled:
+        summary = train_grpo.main(argv)
+    train_s = time.perf_counter() - started
+    grpo_s = float(summary["train_runtime_s"] or 0.0)
+    warm = {}
+    marker = output_dir / "warm-start" / "warm_start.json"
+    if script_args.sft_steps > 0 and marker.exists():
+        warm = json.loads(marker.read_text())
+    state = _final_trainer_state(output_dir, summary["global_step"])
+    warm_s = float(warm.get("wall_s") or 0.0)
+    return argv, {
+        "global_step": summary["global_step"],
+        "warm_start": warm or None,
+        "reward_curve": reward_curve(state.get("log_history", [])),
+        "profiled_s": dict(profiled),
+        "wall_s": {
+            "warm_start": warm_s,
+            "grpo": grpo_s,
+            **split_grpo_time(grpo_s, profiled),
+            "setup": train_s - grpo_s - warm_s,  # model building and loading, dataset, final save
+        },
+    }
+
+
+def start_model_path(output_dir: Path, script_args, model_args) -> str:
+    """The model GRPO started from: the trained adapter's base, else the warm start or the base model."""
+    adapter = output_dir / "adapter_config.json"
+    if adapter.exists():
+        return json.loads(adapter.read_text())["base_model_name_or_path"]
+    if script_args.sft_steps > 0:
+        return str(output_dir / "warm-start")
+    return model_args.model_name_or_path
