@@ -1,30 +1,32 @@
 """Evaluate checkpoints and baseline planners on held-out scenarios; print (and save) a report.
 
-    python eval.py --policies runs/tiny_cpu,heuristic,even_bf16,random,optimal --load_in_4bit true \
-        --tasks easy --prompt_style compact --num_scenarios 32 --output_dir reports/tiny --run runs/tiny_cpu
-    python eval.py --model runs/tiny_cpu --tasks easy medium --prompt_style compact --num_scenarios 64
+    python eval.py --policies outputs/tiny_cpu,heuristic,even_bf16,random,optimal --load_in_4bit true \
+        --tasks easy --prompt_style compact --num_scenarios 32 --output_dir outputs/reports/tiny \
+        --run outputs/tiny_cpu
+    python eval.py --model outputs/tiny_cpu --tasks easy medium --prompt_style compact --num_scenarios 64
     python eval.py --baseline even_bf16 --num_scenarios 200
-    python eval.py --baseline random --tasks hard --output reports/random_hard.json
+    python eval.py --baseline random --tasks hard --output outputs/reports/random_hard.json
     python eval.py --local_model smollm2 --tasks easy medium --prompt_style compact   # SmolLM2 itself
-    python eval.py --model runs/smollm2_cpu --local_model smollm2 --tasks easy medium --prompt_style compact
+    python eval.py --model outputs/smollm2_cpu --local_model smollm2 --tasks easy medium \
+        --prompt_style compact
     python eval.py --policies openai:my-model,heuristic --base_url http://127.0.0.1:8000/v1 \
-        --api_key_env OPENAI_API_KEY --num_scenarios 32 --output_dir reports/endpoint
+        --api_key_env OPENAI_API_KEY --num_scenarios 32 --output_dir outputs/reports/endpoint
 
 Scenarios come from the generator's ``eval`` split (held-out GPUs and model); answers are scored with the
 training rewards (``rewards.score_completions`` / ``fleet_reward``), so numbers are comparable across
-training, evaluation and benchmarks. ``--model`` takes a ``train_grpo.py`` output directory (a LoRA adapter
-on its base model) or any full model directory; ``--load_in_4bit`` loads the base in NF4 as QLoRA training
-did; ``--local_model smollm2`` (or ``tiny``) first converts (builds) that model where it will be loaded, as
-``train_grpo.py`` does: at ``--model`` (default ``models/smollm2-135m-instruct``), or at an adapter's base
-path if that is missing. Baselines (``fleet_rl/baselines.py``) need no model; for multi-agent rows they
+training, evaluation and benchmarks. ``--model`` takes a ``train_grpo.py`` output directory (a LoRA adapter on
+its base model) or any full model directory; ``--load_in_4bit`` loads the base in NF4 as QLoRA training did;
+``--local_model smollm2`` (or ``tiny``) first converts (builds) that model where it will be loaded, as
+``train_grpo.py`` does: at ``--model`` (default ``outputs/models/smollm2-135m-instruct``), or at an adapter's
+base path if that is missing. Baselines (``fleet_rl/baselines.py``) need no model; for multi-agent rows they
 answer with their part for the agent's job. ``--policies`` evaluates several (baseline names and model
-directories, comma-separated, loaded with the same flags) on the same scenarios and writes
-``report.json``, ``report.md`` and ``percent_of_optimum.png`` to ``--output_dir``
-(``fleet_rl/evaluation_report.py`` documents the keys). ``openai:<model name>`` in ``--policies`` is a model
-behind an OpenAI-compatible endpoint at ``--base_url`` (``fleet_rl/endpoint_policy.py``: the same prompts and
-rewards, bounded concurrency, timeouts, retries; the key from the environment variable ``--api_key_env``
-names; its answers are kept in ``<output_dir>/answers/`` so a rerun with the same endpoint, model,
-temperature and max_tokens asks only what is missing; other settings ask everything again).
+directories, comma-separated, loaded with the same flags) on the same scenarios and writes ``report.json``,
+``report.md`` and ``percent_of_optimum.png`` to ``--output_dir`` (``fleet_rl/evaluation_report.py`` documents
+the keys). ``openai:<model name>`` in ``--policies`` is a model behind an OpenAI-compatible endpoint at
+``--base_url`` (``fleet_rl/endpoint_policy.py``: the same prompts and rewards, bounded concurrency, timeouts,
+retries; the key from the environment variable ``--api_key_env`` names; its answers are kept in
+``<output_dir>/answers/`` so a rerun with the same endpoint, model, temperature and max_tokens asks only what
+is missing; other settings ask everything again).
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ class EvalArguments:
         default="",
         metadata={
             "help": f"Build a local model first ({', '.join(LOCAL_MODELS)}): at --model (default: its "
-            "models/ directory), or, if --model is an adapter, at the adapter's base path when it is missing."
+            "outputs/models/ directory), or, if --model is an adapter, at the adapter's base path when it "
+            "is missing."
         },
     )
     output: str | None = field(default=None, metadata={"help": "Also write the report to this JSON file."})

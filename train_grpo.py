@@ -14,8 +14,8 @@ The main recipe (Llama-3.1-8B-Instruct, 4-bit NF4 + LoRA; one 24-80 GB GPU), wit
         --config configs/llama31_8b_qlora.yaml
 
 Any field of ``GRPOConfig``, ``ModelConfig`` or ``FleetScriptArguments`` (fleet_rl/training/arguments.py) is a
-YAML key and a command-line flag: ``--max_steps 4 --save_steps 2 --output_dir runs/x --report_to none``.
-Resume with ``--resume_from_checkpoint runs/x/checkpoint-4`` (or ``last``): optimizer, scheduler, RNG and
+YAML key and a command-line flag: ``--max_steps 4 --save_steps 2 --output_dir outputs/x --report_to none``.
+Resume with ``--resume_from_checkpoint outputs/x/checkpoint-4`` (or ``last``): optimizer, scheduler, RNG and
 step come back, so a killed run loses at most the steps since its last checkpoint. With ``report_to: wandb``
 and no API key, wandb runs offline (``WANDB_MODE=offline``; ``wandb sync`` uploads later).
 
@@ -78,6 +78,7 @@ from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
 
 logger = logging.getLogger("train_grpo")
+OUTPUTS = "outputs"  # runs write here (checkpoints, built models, wandb files); openenv validate skips it
 # trl 1.16 reads `model.is_gradient_checkpointing` before every generation and transformers 5.23 deprecates
 # it with a FutureWarning each time (two lines per GRPO step, nothing to act on: the attribute still works).
 warnings.filterwarnings("ignore", r"`is_gradient_checkpointing` is deprecated", FutureWarning)
@@ -101,6 +102,15 @@ def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRP
         parser.error(str(error))
     script_args.resolved_reward_funcs = reward_funcs  # type: ignore[attr-defined]
     return script_args, training_args, model_args
+
+
+def keep_wandb_files_under_outputs(training_args: GRPOConfig) -> None:
+    """``report_to wandb`` writes its run files under ``outputs/wandb/`` (unless ``WANDB_DIR`` says where):
+    wandb links ``wandb/latest-run`` to the last run, and ``openenv validate`` refuses a project holding a
+    symbolic link outside ``outputs/``."""
+    if "wandb" in (training_args.report_to or []) and not os.environ.get("WANDB_DIR"):
+        Path(OUTPUTS).mkdir(exist_ok=True)
+        os.environ["WANDB_DIR"] = str(Path(OUTPUTS).resolve())
 
 
 def use_offline_wandb_without_a_key(training_args: GRPOConfig) -> None:
@@ -131,6 +141,7 @@ def episode_environment(script_args: FleetScriptArguments, processing_class) -> 
 
 def main(argv: list[str] | None = None) -> dict:
     script_args, training_args, model_args = parse_args(argv)
+    keep_wandb_files_under_outputs(training_args)
     use_offline_wandb_without_a_key(training_args)
     logging.basicConfig(level=logging.INFO if training_args.should_log else logging.WARNING)
 

@@ -1,7 +1,7 @@
 """What the reward told GRPO during a run: a summary of TRL's completions tables, as JSON.
 
-    python benchmarks/completion_rewards.py runs/learning/smollm2_floors/seed-0 \
-        runs/learning/smollm2_floors/seed-1
+    python benchmarks/completion_rewards.py outputs/learning/smollm2_floors/seed-0 \
+        outputs/learning/smollm2_floors/seed-1
 
 A run trained with ``log_completions: true`` leaves ``completions/completions_*.parquet`` in its output
 directory: one row per sampled completion with its step, prompt, ``fleet_reward`` and the extra columns

@@ -3,7 +3,7 @@
 
     python benchmarks/reward_signal.py                      # 200 groups of 8 per tier and planner
     python benchmarks/reward_signal.py --groups 50 --tasks easy medium --planners random_split
-    python benchmarks/reward_signal.py --completions runs/learning/smollm2_floors/seed-0 --window 10
+    python benchmarks/reward_signal.py --completions outputs/learning/smollm2_floors/seed-0 --window 10
 
 GRPO learns from the differences between the answers of one group: an answer's advantage is its reward
 minus its group's mean. A group whose answers all score alike teaches nothing, however many there are. This

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from fleet_rl.server.subprocess_server import server_process  # noqa: E402
 
 DEFAULT_TRAIN_FLAGS = (
-    "--config", "configs/tiny_cpu.yaml", "--output_dir", "runs/scale_out",
+    "--config", "configs/tiny_cpu.yaml", "--output_dir", "outputs/scale_out",
     "--episode_mode", "refine", "--reward_funcs", "refinement_reward", "--reward_weights", "1.0",
     "--max_steps", "4", "--save_steps", "4", "--eval_scenarios", "0", "--report_to", "none",
 )  # fmt: skip

@@ -2,7 +2,9 @@
 the same held-out prompts and scored by the same rewards as in-process models (issue #14).
 
     settings = EndpointSettings(model="my-model", base_url="http://127.0.0.1:8000/v1")
-    summary = evaluate_endpoint(settings, num_scenarios=32, tasks=["easy"], answers_file="reports/x.jsonl")
+    summary = evaluate_endpoint(
+        settings, num_scenarios=32, tasks=["easy"], answers_file="outputs/reports/x.jsonl"
+    )
 
 Requests go through the official ``openai`` client (``AsyncOpenAI.chat.completions.create``), at most
 ``concurrency`` in flight, each with ``timeout_s``; the client retries connection errors, timeouts, 429 and

@@ -1,7 +1,7 @@
 """One report for several policies on the same held-out scenarios: JSON, a Markdown table and a plot.
 
-    python eval.py --policies runs/tiny_cpu,heuristic,even_bf16,random,optimal --tasks easy medium \\
-        --num_scenarios 32 --output_dir reports/tiny
+    python eval.py --policies outputs/tiny_cpu,heuristic,even_bf16,random,optimal --tasks easy medium \\
+        --num_scenarios 32 --output_dir outputs/reports/tiny
 
 ``eval.py`` evaluates each policy (a baseline by name, or a model / checkpoint directory) on the same
 held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries here. ``write_report`` writes

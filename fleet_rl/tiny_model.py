@@ -8,8 +8,8 @@ template.
 
 Run it:
 
-    python -m fleet_rl.tiny_model --output_dir models/tiny-fleet-llama          # no-op if already built
-    python -m fleet_rl.tiny_model --output_dir models/tiny-fleet-llama --force  # rebuild
+    python -m fleet_rl.tiny_model --output_dir outputs/models/tiny-fleet-llama          # no-op if built
+    python -m fleet_rl.tiny_model --output_dir outputs/models/tiny-fleet-llama --force  # rebuild
 
 It prints one JSON line: ``{"path": ..., "num_params": ..., ...}``. From Python, the training script
 calls ``ensure_tiny_model(path)`` before ``from_pretrained(path)``; the first call builds, later calls return
@@ -74,7 +74,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TINY_MODEL_DIR = "models/tiny-fleet-llama"  # relative to the current directory (the repo root)
+DEFAULT_TINY_MODEL_DIR = "outputs/models/tiny-fleet-llama"  # relative to the current directory (repo root)
 
 BOS_TOKEN = "<|begin_of_text|>"
 EOS_TOKEN = "<|eot_id|>"  # also ends every chat turn

@@ -72,8 +72,8 @@ def builders(monkeypatch):
 def test_local_model_builds_the_base_itself_at_its_default_dir(builders):
     args = eval_script.EvalArguments(local_model="smollm2")
     eval_script.ensure_local_model(args)
-    assert args.model == "models/smollm2-135m-instruct"
-    assert builders == [("ensure_smollm2", "models/smollm2-135m-instruct")]
+    assert args.model == "outputs/models/smollm2-135m-instruct"
+    assert builders == [("ensure_smollm2", "outputs/models/smollm2-135m-instruct")]
 
 
 def test_local_model_builds_a_missing_adapter_base_only(builders, tmp_path):

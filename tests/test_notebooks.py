@@ -162,7 +162,7 @@ def test_cpu_quickstart_python_cells_run(monkeypatch, capsys):
 def test_cpu_quickstart_executes_headless(tmp_path, monkeypatch):
     """The whole CPU quickstart in a Jupyter kernel (nbclient), shell cells included: baselines, the tiny
     preset's training and its held-out report. It runs in a scratch directory that holds the scripts and
-    configs, so its runs/ and models/ do not touch the repository's."""
+    configs, so its outputs/ and models/ do not touch the repository's."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -183,6 +183,6 @@ def test_cpu_quickstart_executes_headless(tmp_path, monkeypatch):
         if cell.cell_type == "code"
         for output in cell.outputs
     )
-    assert (tmp_path / "runs" / "tiny_cpu" / "eval_report.json").exists()
-    assert (tmp_path / "runs" / "baselines" / "even_bf16_tiny.json").exists()
+    assert (tmp_path / "outputs" / "tiny_cpu" / "eval_report.json").exists()
+    assert (tmp_path / "outputs" / "baselines" / "even_bf16_tiny.json").exists()
     assert "even_bf16 baseline" in outputs and "does not exist yet" not in outputs

@@ -3,7 +3,8 @@ converted and trained for one GRPO step through ``train_grpo.main``, then evalua
 
 The fast tests never convert the real model: they fake the wheel with a ``PathDistribution`` in a temporary
 directory, or replace the conversion with a stand-in that writes a few files. The slow test converts the real
-GGUF once into ``models/smollm2-135m-instruct`` (the directory the preset uses; a later run reuses it).
+GGUF once into ``outputs/models/smollm2-135m-instruct`` (the directory the preset uses; a later run reuses
+it).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def siblings(path: Path) -> list[str]:
 
 
 def test_default_dir_is_relative_to_the_repo_root():
-    assert DEFAULT_SMOLLM2_DIR == "models/smollm2-135m-instruct"
+    assert DEFAULT_SMOLLM2_DIR == "outputs/models/smollm2-135m-instruct"
 
 
 def test_missing_wheel_names_the_install_command(wheel, tmp_path):

@@ -52,7 +52,7 @@ def model(model_dir):
 
 
 def test_default_dir_is_relative_to_the_repo_root():
-    assert DEFAULT_TINY_MODEL_DIR == "models/tiny-fleet-llama"
+    assert DEFAULT_TINY_MODEL_DIR == "outputs/models/tiny-fleet-llama"
 
 
 def test_default_corpus_is_deterministic_and_covers_every_task():

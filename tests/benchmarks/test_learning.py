@@ -238,7 +238,7 @@ def _saved_seed(
         "seed": seed,
         "fingerprint": fingerprint,
         "scenario_fingerprint": scenario_fingerprint,
-        "start_model": f"runs/x/seed-{seed}/warm-start",
+        "start_model": f"outputs/x/seed-{seed}/warm-start",
         "global_step": 3,
         "warm_start": {"steps": 4, "target": "random"},
         "reward_curve": {"step": [1, 2, 3], "reward": [0.1, 0.2, 0.3]},

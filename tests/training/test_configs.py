@@ -119,7 +119,7 @@ def test_qlora_recipe_values(bf16_gpu):
     assert training_args.mask_truncated_completions and training_args.bf16
     assert training_args.gradient_checkpointing and not training_args.use_vllm
     assert training_args.log_completions and training_args.report_to == ["wandb"]
-    assert training_args.output_dir == "runs/llama31_8b_qlora"
+    assert training_args.output_dir == "outputs/llama31_8b_qlora"
 
 
 @pytest.mark.skipif(
