@@ -1,5 +1,5 @@
 """Does the reward tell a weak policy's answers apart? Groups of weak planners' answers scored by
-``fleet_reward``, or a training run's own groups, as JSON (issue #27).
+``fleet_reward``, or a training run's own groups, as JSON.
 
     python benchmarks/reward_signal.py                      # 200 groups of 8 per tier and planner
     python benchmarks/reward_signal.py --groups 50 --tasks easy medium --planners random_split
@@ -26,8 +26,8 @@ Reported per tier and planner (``group_statistics``):
 - ``mean_group_std``: the mean over groups of the population std of the group's rewards;
 - ``groups``, ``answers`` and ``mean_reward``.
 
-``goal``: the bar of issue #27, ``random_split`` groups at most 10 % flat and at most 25 % of its answers at
-the IRD level, on every tier run (``met`` is null when ``random_split`` was not run).
+``goal``: the bar a usable reward signal must clear, ``random_split`` groups at most 10 % flat and at most
+25 % of its answers at the IRD level, on every tier run (``met`` is null when ``random_split`` was not run).
 
 ``--completions RUN_DIR...`` reads instead a run's completions tables (``log_completions: true``; see
 ``benchmarks/completion_rewards.py``), groups rows by (step, prompt), and reports the same measures overall
@@ -95,7 +95,7 @@ def planner_groups(planner: str, task: str, groups: int, group_size: int, seed: 
 
 
 def goal(tiers: dict[str, dict[str, dict]]) -> dict:
-    """Issue #27's bar for ``GOAL_PLANNER`` on every tier run."""
+    """The bar (``goal`` in the module docstring) for ``GOAL_PLANNER`` on every tier run."""
     results = {task: planners[GOAL_PLANNER] for task, planners in tiers.items() if GOAL_PLANNER in planners}
     met = [
         result["flat_group_share"] <= GOAL_FLAT_GROUP_SHARE

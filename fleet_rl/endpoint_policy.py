@@ -1,5 +1,5 @@
 """A policy behind an OpenAI-compatible endpoint (vLLM, ``transformers serve``, a hosted API), evaluated on
-the same held-out prompts and scored by the same rewards as in-process models (issue #14).
+the same held-out prompts and scored by the same rewards as in-process models.
 
     settings = EndpointSettings(model="my-model", base_url="http://127.0.0.1:8000/v1")
     summary = evaluate_endpoint(
