@@ -35,7 +35,9 @@ def test_the_model_hash_follows_the_files_and_needs_weights(tmp_path):
     (model / "model.safetensors").write_bytes(b"other weights")
     assert model_files_sha256(model) != first
     assert model_files_sha256(tmp_path / "missing") is None  # a hub name: nothing to hash
-    assert model_files_sha256(_model(tmp_path / "empty").parent / "empty" / "..") is None  # no weights in it
+    (tmp_path / "config_only").mkdir()
+    (tmp_path / "config_only" / "config.json").write_text("{}")
+    assert model_files_sha256(tmp_path / "config_only") is None  # no weights in it
 
 
 def test_an_evaluation_is_reused_only_under_the_same_key(tmp_path):
