@@ -41,7 +41,7 @@ class LiveServer:
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         return self
 
-    def wait_healthy(self, timeout_s: float = 90.0) -> LiveServer:
+    def wait_healthy(self, timeout_s: float = 300.0) -> LiveServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -23,7 +23,7 @@ from fleet_rl.server.subprocess_server import free_port
 from fleet_rl.training.dataset import planner_answer, scenario_rows
 from tests.env.live_servers import LiveServer, SilentServer, start_all
 
-pytestmark = pytest.mark.timeout(150)
+pytestmark = pytest.mark.timeout(420)  # a server takes 3-60 s to start, on a busy machine more
 
 ROWS = scenario_rows(["easy", "medium", "hard", "multiagent"], 12, dataset_seed=11)
 TURNS, COST = 3, 0.05
