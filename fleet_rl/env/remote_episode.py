@@ -15,9 +15,11 @@ scores with the same code. So when a call fails for a reason of the server's (``
 reset, timed out, session lost, at capacity), the episode marks that server down in the pool, opens a
 session on the next healthy server, resets it with the same request, checks the same drafts again (their
 rewards must come out equal, else ``ReplayMismatch``), and retries the call: its answer, and the episode
-reward, are exactly what the lost session would have given. This repeats until a server takes the call, or
-the pool raises ``AllServersDown``. A request's own fault (an error frame about the request) is raised as it
-is, with no failover.
+reward, are exactly what the lost session would have given. This repeats (after the first move with a
+growing pause, ``retry_pause_s``) until a server takes the call, or ``AllServersDown`` is raised: by the
+pool when every server has been down for ``all_down_timeout_s``, or by the episode when its call has been
+failing over that long (every server full, say, while their other sessions work). A request's own fault
+(an error frame about the request) is raised as it is, with no failover.
 
 A closed socket is a lost session: openenv's client would reconnect on the next call, to a new session
 without the episode in it (``_EpisodeSession`` refuses to, and the episode is replayed instead).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +41,7 @@ from fleet_rl.env.models import FleetAction, FleetObservation, FleetState
 from fleet_rl.env.server_faults import SessionLost, server_fault
 from fleet_rl.env.server_pool import ServerPool
 
-__all__ = ["RemoteEpisode", "ReplayMismatch"]
+__all__ = ["RemoteEpisode", "ReplayMismatch", "retry_pause_s"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +93,10 @@ class RemoteEpisode:
             self._leave(self._close)
 
     def _call(self, operation: Callable[[Any], FleetObservation]) -> FleetObservation:
-        """``operation`` on the session, then its state; on a server fault, fail over and try again."""
+        """``operation`` on the session, then its state; on a server fault, fail over and try again: at once
+        the first time, then after a growing pause (``retry_pause_s``), and not for longer than the pool's
+        ``all_down_timeout_s``."""
+        failing_since, failovers = None, 0
         while True:
             try:
                 client = self._session()
@@ -101,6 +107,11 @@ class RemoteEpisode:
                 if reason is None:  # the request's own fault (or AllServersDown, ReplayMismatch): no failover
                     raise
                 self._fail_over(reason, error)
+                failovers += 1
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since > self._pool.all_down_timeout_s:
+                    raise self._pool.all_down_error() from error
+                time.sleep(retry_pause_s(failovers))
                 continue
             self._pool.mark_ok(self._url)
             self._state = state
@@ -156,6 +167,13 @@ class RemoteEpisode:
     def _close(client) -> None:
         with contextlib.suppress(Exception):
             client.close()
+
+
+def retry_pause_s(failovers: int) -> float:
+    """The pause before an episode's next try after ``failovers`` failed tries of one call: none after the
+    first (move to the next server at once), then 0.25 s doubling up to 5 s, so an episode that every
+    server refuses (all full) backs off instead of hammering them."""
+    return 0.0 if failovers <= 1 else min(5.0, 0.25 * 2 ** (failovers - 2))
 
 
 def _close_in_background(client) -> None:

@@ -188,6 +188,13 @@ class ServerPool:
         if was_healthy:
             logger.warning("environment server %s is down (%s); retry in %.1f s", url, detail, backoff_s)
 
+    def all_down_error(self) -> AllServersDown:
+        """The error to stop with when no server has taken a call for ``all_down_timeout_s``: an episode
+        raises it itself when its call keeps failing over that long, although some server looks healthy
+        between its failures (full servers whose other sessions work)."""
+        with self._lock:
+            return self._all_down_error()
+
     def mark_ok(self, url: str) -> None:
         """A call to ``url`` succeeded: its streak of failures (and backoff) is over."""
         with self._lock:
@@ -249,8 +256,11 @@ class ServerPool:
             return
         if self._clock() < self._all_down_deadline():
             return
+        raise self._all_down_error()
+
+    def _all_down_error(self) -> AllServersDown:
         servers = ", ".join(server.url for server in self._servers)
-        raise AllServersDown(
+        return AllServersDown(
             f"all {len(self._servers)} environment server(s) down for more than "
             f"{self.all_down_timeout_s:g} s ({servers}); last error: {self._last_error}"
         )

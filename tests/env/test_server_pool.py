@@ -9,8 +9,10 @@ import time
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from fleet_rl.env.remote_episode import RemoteEpisode, retry_pause_s
 from fleet_rl.env.server_faults import SessionLost, server_fault
 from fleet_rl.env.server_pool import AllServersDown, ServerPool
+from fleet_rl.server.subprocess_server import free_port
 
 A, B, C = "http://a:8000", "http://b:8000", "http://c:8000"
 
@@ -195,3 +197,20 @@ def test_openenv_connect_errors_are_classified_by_their_cause():
     assert server_fault(wrapped(ConnectionRefusedError(111, "refused"))) == "connection refused"
     assert server_fault(wrapped(TimeoutError("timed out during opening handshake"))) == "connect timed out"
     assert server_fault(wrapped(ValueError("odd"))) == "connection failed"
+
+
+def test_an_episode_every_server_refuses_stops_within_the_limit_though_health_looks_fine():
+    refused = (
+        f"http://127.0.0.1:{free_port()}"  # nothing listens; its /health "answers" (a full server's does)
+    )
+    pool = ServerPool([refused], connect_timeout_s=1, all_down_timeout_s=1, retry_initial_s=0.05,
+                      health_check=FakeHealth())  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(AllServersDown, match="connection refused"):
+        RemoteEpisode(pool).reset(task="easy", seed=1, mode="refine")
+    assert time.monotonic() - started < 8
+    assert pool.failovers >= 2
+
+
+def test_retries_of_one_call_pause_longer_and_longer_up_to_5_s():
+    assert [retry_pause_s(n) for n in range(1, 8)] == [0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 5.0]
