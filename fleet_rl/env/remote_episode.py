@@ -75,7 +75,7 @@ class RemoteEpisode:
         """Start a new episode (``FleetEnvironment.reset`` parameters); a new episode is also the moment to
         move to a less loaded server."""
         if self._url is not None and self._pool.should_move(self._url):
-            self._leave(self._close)
+            self._leave(_close_in_background)  # its server may be down, and take its close timeout to answer
         self._request, self._drafts = None, []
         observation = self._call(lambda client: client.reset(**request).observation)
         self._request = dict(request)
@@ -147,7 +147,7 @@ class RemoteEpisode:
         url = self._url
         self._pool.mark_down(url, reason, error)
         self._pool.record_failover()
-        logger.warning(
+        logger.info(
             "episode on %s failed (%s); re-created on the next healthy server, %d draft(s) replayed",
             url,
             reason,

@@ -80,8 +80,14 @@ def answers_health(url: str) -> bool:
 
 
 def start_all(servers: Iterable[LiveServer]) -> list[LiveServer]:
+    """Start every server at once and wait for each; if one does not come up, stop them all."""
     servers = [server.start() for server in servers]
-    return [server.wait_healthy() for server in servers]
+    try:
+        return [server.wait_healthy() for server in servers]
+    except BaseException:
+        for server in servers:
+            server.kill()
+        raise
 
 
 class SilentServer:

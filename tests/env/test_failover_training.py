@@ -70,10 +70,22 @@ def _log_history(checkpoint: Path) -> list[dict]:
     return json.loads((checkpoint / "trainer_state.json").read_text())["log_history"]
 
 
-def test_a_run_outlives_one_of_two_servers_killed_mid_run(tiny_model, tmp_path):
+@pytest.fixture
+def runs():
+    """The training processes a test starts; any still running at its end is killed."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for run in started:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def test_a_run_outlives_one_of_two_servers_killed_mid_run(tiny_model, tmp_path, runs):
     servers = start_all([LiveServer(), LiveServer()])
     try:
         run = _train(tiny_model, tmp_path, [server.url for server in servers], "--max_steps", "3")
+        runs.append(run)
         _wait_for_checkpoint(run, tmp_path / "run", 1)
         servers[0].kill()
         stderr = _finish(run, tmp_path, 600)
@@ -87,12 +99,13 @@ def test_a_run_outlives_one_of_two_servers_killed_mid_run(tiny_model, tmp_path):
             server.stop()
 
 
-def test_every_server_down_stops_the_run_with_one_line_and_its_checkpoints_resume(tiny_model, tmp_path):
+def test_every_server_down_stops_the_run_with_one_line_and_its_checkpoints_resume(tiny_model, tmp_path, runs):
     (server,) = start_all([LiveServer()])
     restarted = LiveServer(port=server.port)
     output = tmp_path / "run"
     try:
         run = _train(tiny_model, tmp_path, [server.url], "--max_steps", "6", "--env_all_down_timeout_s", "5")
+        runs.append(run)
         _wait_for_checkpoint(run, output, 1)
         server.kill()
         killed_at = time.monotonic()
@@ -117,6 +130,7 @@ def test_every_server_down_stops_the_run_with_one_line_and_its_checkpoints_resum
             "--resume_from_checkpoint",
             "last",
         )
+        runs.append(resumed)
         stderr = _finish(resumed, tmp_path, 600)
         assert resumed.returncode == 0, stderr[-4000:]
         logs = _log_history(output / f"checkpoint-{saved + 1}")
