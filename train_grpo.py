@@ -64,12 +64,13 @@ import torch  # noqa: E402
 from transformers import ProgressCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser  # noqa: E402
 
+from fleet_rl.env.server_pool import AllServersDown, ServerPool  # noqa: E402
 from fleet_rl.smollm2 import SmolLM2Error, ensure_smollm2  # noqa: E402
 from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
 from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
 from fleet_rl.training.backends import load_policy  # noqa: E402
 from fleet_rl.training.before_after import baseline_summaries, before_after_table  # noqa: E402
-from fleet_rl.training.callbacks import ScriptArgumentsToWandb  # noqa: E402
+from fleet_rl.training.callbacks import ScriptArgumentsToWandb, ServerPoolMetrics  # noqa: E402
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
@@ -121,20 +122,30 @@ def use_offline_wandb_without_a_key(training_args: GRPOConfig) -> None:
             print("wandb: no API key found, logging offline (WANDB_MODE=offline; `wandb sync` uploads later)")
 
 
-def episode_environment(script_args: FleetScriptArguments, processing_class) -> dict:
+def env_server_pool(script_args: FleetScriptArguments):
+    """The run's one pool of environment servers (``env_base_urls``; fleet_rl/env/server_pool.py), shared by
+    every episode so that it can spread them and move them off a failed server; None: episodes in process."""
+    if not script_args.env_base_urls:
+        return None
+    return ServerPool(
+        script_args.env_base_urls,
+        connect_timeout_s=script_args.env_connect_timeout_s,
+        call_timeout_s=script_args.env_call_timeout_s,
+        all_down_timeout_s=script_args.env_all_down_timeout_s,
+    )
+
+
+def episode_environment(script_args: FleetScriptArguments, processing_class, pool=None) -> dict:
     """``episode_mode: refine``: TRL's ``environment_factory`` running one refinement episode per rollout
-    (fleet_rl/env/trl_environment.py; on the ``env_base_urls`` servers if given), and a chat template with
-    tool calls; single: nothing."""
+    (fleet_rl/env/trl_environment.py; on the servers of ``pool`` if given: every instance gets the same
+    pool), and a chat template with tool calls; single: nothing."""
     if script_args.episode_mode != "refine":
         return {}
     from fleet_rl.env.trl_environment import FleetToolEnvironment, tool_chat_template
 
     tool_chat_template(getattr(processing_class, "tokenizer", processing_class))
     factory = functools.partial(
-        FleetToolEnvironment,
-        script_args.refine_max_turns,
-        script_args.refine_turn_cost,
-        base_urls=tuple(script_args.env_base_urls),
+        FleetToolEnvironment, script_args.refine_max_turns, script_args.refine_turn_cost, pool=pool
     )
     return {"environment_factory": factory}
 
@@ -172,13 +183,16 @@ def main(argv: list[str] | None = None) -> dict:
     if training_args.log_completions:
         install_completions_printer()  # sampled completions readable in an 80-column terminal
     policy = load_policy(model_path, script_args, training_args, model_args)
+    pool = env_server_pool(script_args)  # env_base_urls: one pool for every episode; else None
     trainer = GRPOTrainer(
         reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
         args=training_args,
         train_dataset=dataset,
-        **episode_environment(script_args, policy["processing_class"]),
+        **episode_environment(script_args, policy["processing_class"], pool),
         **policy,
     )
+    if pool is not None:  # env/failovers and env/healthy_servers in every training log
+        ServerPoolMetrics(pool).first_in_line(trainer)
     if "wandb" in (training_args.report_to or []):
         trainer.add_callback(ScriptArgumentsToWandb(script_args))
     if script_args.no_signal_steps:  # "no signal: every answer scored alike" after that many flat steps
@@ -190,7 +204,10 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.add_callback(RichProgressCallback())
 
     # 4. Train (resuming restores optimizer, scheduler, RNG state and the global step), then save the adapter.
-    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    try:
+        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    except AllServersDown as error:  # one line; the checkpoints so far stay, resume once a server is back
+        raise SystemExit(f"error: {error}") from None
     trainer.save_model(training_args.output_dir)
     summary = {
         "global_step": trainer.state.global_step,

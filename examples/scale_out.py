@@ -6,7 +6,8 @@
 It starts ``--servers`` environment servers (``python -m fleet_rl.server``) on free ports of 127.0.0.1,
 then runs ``train_grpo.py`` on the tiny CPU preset in refinement mode with ``--env_base_urls`` pointing
 at them: every rollout's episode (its ``check_plan`` calls and its final answer) runs in a session on one
-of the servers, round robin, and the episode reward comes back from there. Flags after ``--`` go to
+of the servers (the least loaded healthy one; an episode whose server fails moves to another and is
+replayed: docs/scale-out.md), and the episode reward comes back from there. Flags after ``--`` go to
 ``train_grpo.py``.
 
 On real hardware the same two roles run on different machines (README, "Scale-out"): the servers on

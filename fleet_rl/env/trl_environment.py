@@ -18,20 +18,27 @@ The tool needs a chat template that renders tool calls and a response parser for
 (``trl.chat_template_utils.add_response_schema``: Llama 3.1, Qwen 2.5/3 and a few more);
 ``tool_chat_template`` gives local models one (``train_grpo.py`` applies it).
 
-Scale-out: with ``base_urls`` the episodes run on environment servers (``python -m fleet_rl.server`` on
-machines without a GPU), each instance holding one WebSocket session (``fleet_rl.client.FleetEnv``) on the
-server after the one the previous instance took (round robin), while the trainer generates, e.g. with vLLM
-in server mode. The rewards are the same (the server scores with the same code; ``tests/server``).
+Scale-out: with a ``pool`` (``fleet_rl.env.server_pool.ServerPool``; ``train_grpo.py`` makes one from
+``env_base_urls`` and shares it between every instance) the episodes run on environment servers
+(``python -m fleet_rl.server`` on machines without a GPU) while the trainer generates, e.g. with vLLM in
+server mode: each instance holds one WebSocket session on a server the pool picks (the least loaded), and
+when that server fails the episode is re-created on another and its drafts replayed
+(``fleet_rl/env/remote_episode.py``), so the rewards are exactly the in-process ones (the server scores with
+the same code; ``tests/server``, ``tests/env/test_failover.py``). ``base_urls`` alone gives the instance a
+pool of its own (its first server drawn at random, so that many such instances spread). docs/scale-out.md
+says what happens on each fault.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
+import random
 from collections.abc import Sequence
 
 from fleet_rl.env.environment import DEFAULT_MAX_TURNS, DEFAULT_TURN_COST, FleetEnvironment
-from fleet_rl.env.models import FleetAction, FleetObservation, FleetState
+from fleet_rl.env.models import FleetAction
+from fleet_rl.env.remote_episode import RemoteEpisode
+from fleet_rl.env.server_pool import ServerPool
 from rewards.parsing import MAX_COMPLETION_CHARS, completion_text
 
 __all__ = ["FleetToolEnvironment", "refinement_reward", "tool_chat_template"]
@@ -46,6 +53,7 @@ class FleetToolEnvironment:
         max_turns: int = DEFAULT_MAX_TURNS,
         turn_cost: float = DEFAULT_TURN_COST,
         base_urls: Sequence[str] = (),
+        pool: ServerPool | None = None,
     ) -> None:
         if max_turns < 2:
             raise ValueError(
@@ -53,10 +61,11 @@ class FleetToolEnvironment:
             )
         self._max_turns = max_turns
         self._turn_cost = turn_cost
-        if base_urls:  # a session on a server, round robin over the servers
-            self._env = _RemoteEpisodes(base_urls[next(_ROUND_ROBIN) % len(base_urls)])
-        else:
-            self._env = FleetEnvironment()
+        if base_urls and pool is not None:
+            raise ValueError("give FleetToolEnvironment base_urls or a pool, not both")
+        if base_urls:  # a pool of its own, starting at a random server so that many instances spread
+            pool = ServerPool(base_urls, first=random.Random().randrange(len(base_urls)))
+        self._env = RemoteEpisode(pool) if pool is not None else FleetEnvironment()
 
     def reset(self, **row) -> str:
         """Start the episode of dataset row ``row``; return the tool instructions for the prompt."""
@@ -105,41 +114,6 @@ class FleetToolEnvironment:
     def checks(self) -> int:
         """Drafts checked so far (the final answer not counted)."""
         return len(self._env.state.plan_rewards) - int(self._env.state.done)
-
-
-_ROUND_ROBIN = itertools.count()
-
-
-class _RemoteEpisodes:
-    """The ``FleetEnvironment`` calls this module makes, over one WebSocket session to a server; connects
-    on first use (TRL builds instances before it runs them)."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self._client = None
-        self._state = FleetState()
-
-    def _session(self):
-        if self._client is None:
-            from fleet_rl.client import FleetEnv
-
-            self._client = FleetEnv(base_url=self.base_url).sync()
-            self._client.connect()
-        return self._client
-
-    def reset(self, **kwargs) -> FleetObservation:
-        observation = self._session().reset(**kwargs).observation
-        self._state = self._client.state()
-        return observation
-
-    def step(self, action: FleetAction) -> FleetObservation:
-        observation = self._session().step(action).observation
-        self._state = self._client.state()
-        return observation
-
-    @property
-    def state(self) -> FleetState:
-        return self._state
 
 
 def refinement_reward(completions, environments=None, **kwargs) -> list[float]:

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fleet_rl.env.server_pool import (
+    DEFAULT_ALL_DOWN_TIMEOUT_S,
+    DEFAULT_CALL_TIMEOUT_S,
+    DEFAULT_CONNECT_TIMEOUT_S,
+)
 from fleet_rl.prompts import PROMPT_STYLES
 from fleet_rl.scenario_generator import TASKS
 
@@ -73,7 +78,29 @@ class FleetScriptArguments:
         default_factory=list,
         metadata={
             "help": "refine: run the episodes on these environment servers (python -m fleet_rl.server on "
-            "machines without a GPU; round robin) instead of in the trainer process."
+            "machines without a GPU; the least loaded healthy one, failing over when one fails: "
+            "docs/scale-out.md) instead of in the trainer process."
+        },
+    )
+    env_connect_timeout_s: float = field(
+        default=DEFAULT_CONNECT_TIMEOUT_S,
+        metadata={
+            "help": "env_base_urls: seconds to open a session (or answer /health) before the server "
+            "counts as down."
+        },
+    )
+    env_call_timeout_s: float = field(
+        default=DEFAULT_CALL_TIMEOUT_S,
+        metadata={
+            "help": "env_base_urls: seconds to wait for each answer of a server before it counts as "
+            "down and the episode moves to another."
+        },
+    )
+    env_all_down_timeout_s: float = field(
+        default=DEFAULT_ALL_DOWN_TIMEOUT_S,
+        metadata={
+            "help": "env_base_urls: stop the run with an error once every server has been down this "
+            "many seconds (checkpoints so far stay; resume once a server is back)."
         },
     )
     backend: str = field(

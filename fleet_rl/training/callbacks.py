@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from transformers import TrainerCallback
 
-__all__ = ["ScriptArgumentsToWandb"]
+__all__ = ["ScriptArgumentsToWandb", "ServerPoolMetrics"]
 
 
 class ScriptArgumentsToWandb(TrainerCallback):
@@ -25,3 +25,28 @@ class ScriptArgumentsToWandb(TrainerCallback):
 
         if wandb.run is not None:
             wandb.config.update(self.values, allow_val_change=True)
+
+
+class ServerPoolMetrics(TrainerCallback):
+    """Add the environment servers' health to every training log: ``env/failovers`` (episodes moved to
+    another server so far) and ``env/healthy_servers`` (servers taking sessions now), from the run's
+    ``ServerPool`` (fleet_rl/env/server_pool.py).
+
+    ``Trainer.log`` copies the logs into ``state.log_history`` and then calls each callback's ``on_log`` in
+    order, the reporters (wandb, ...) first; so this writes into both, and ``train_grpo.py`` puts it ahead
+    of the reporters (``first_in_line``)."""
+
+    def __init__(self, pool) -> None:
+        self.pool = pool
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is None:
+            return
+        health = {"env/failovers": self.pool.failovers, "env/healthy_servers": self.pool.healthy_servers}
+        logs.update(health)
+        if state.log_history:
+            state.log_history[-1].update(health)
+
+    def first_in_line(self, trainer) -> None:
+        """Register with ``trainer`` ahead of every other callback, so the reporters see the values."""
+        trainer.callback_handler.callbacks.insert(0, self)

@@ -135,6 +135,11 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
     for url in script_args.env_base_urls:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"env_base_urls: {url!r} is not an http(s) URL (e.g. http://10.0.0.5:8000)")
+    if len(set(script_args.env_base_urls)) != len(script_args.env_base_urls):
+        raise ValueError(f"env_base_urls lists a server twice: {list(script_args.env_base_urls)}")
+    for name in ("env_connect_timeout_s", "env_call_timeout_s", "env_all_down_timeout_s"):
+        if not getattr(script_args, name) > 0:
+            raise ValueError(f"{name} must be > 0 seconds, got {getattr(script_args, name)}")
     if refine != (EPISODE_REWARD in script_args.reward_funcs):
         raise ValueError(
             f"episode_mode 'refine' goes with reward_funcs [{EPISODE_REWARD}] (the episode reward) and "

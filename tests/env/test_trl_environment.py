@@ -9,6 +9,7 @@ import pytest
 from transformers.utils import get_json_schema
 
 from fleet_rl.baselines import even_bf16, heuristic
+from fleet_rl.env.server_pool import AllServersDown, ServerPool
 from fleet_rl.env.trl_environment import FleetToolEnvironment, refinement_reward, tool_chat_template
 from fleet_rl.prompts import format_answer
 from fleet_rl.server.subprocess_server import server_process
@@ -79,8 +80,11 @@ def test_base_urls_run_the_episodes_on_the_server_with_the_in_process_feedback_a
             assert remote[0] == local[0] and remote[2] == local[2] == 2
             assert local[0][0].startswith("Turn 1 of 3") and local[0][1].startswith("Turn 2 of 3")
             assert remote[1] == pytest.approx(local[1], abs=1e-12)
-    with pytest.raises(ConnectionError):  # the server gone, an instance pointed at it cannot run an episode
-        FleetToolEnvironment(max_turns=3, base_urls=[url]).reset(**rows[0])
+    pool = ServerPool([url], connect_timeout_s=1, all_down_timeout_s=1, retry_initial_s=0.2)
+    with pytest.raises(
+        AllServersDown, match=f"all 1 environment server.s. down for more than 1 s \\({url}\\)"
+    ):
+        FleetToolEnvironment(max_turns=3, pool=pool).reset(**rows[0])  # the server gone: a clear error
 
 
 def test_the_tool_schema_is_what_trl_renders():
@@ -93,6 +97,8 @@ def test_the_tool_schema_is_what_trl_renders():
 def test_misuse_is_a_clear_error():
     with pytest.raises(ValueError, match="max_turns >= 2"):
         FleetToolEnvironment(max_turns=1)
+    with pytest.raises(ValueError, match="base_urls or a pool, not both"):
+        FleetToolEnvironment(base_urls=["http://a:8000"], pool=ServerPool(["http://a:8000"]))
     with pytest.raises(ValueError, match="environment_factory=FleetToolEnvironment"):
         refinement_reward(["{}"])
 

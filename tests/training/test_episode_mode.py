@@ -54,3 +54,18 @@ def test_env_base_urls_need_refine_and_urls():
     args = _args(episode_mode="refine", reward_funcs=["refinement_reward"], env_base_urls=["a:8000"])
     with pytest.raises(ValueError, match="'a:8000' is not an http"):
         check_episode_mode(args, SimpleNamespace(max_tool_calling_iterations=None))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"env_base_urls": ["http://a:8000", "http://a:8000"]}, "lists a server twice"),
+        ({"env_call_timeout_s": 0.0}, "env_call_timeout_s must be > 0 seconds, got 0.0"),
+        ({"env_connect_timeout_s": -1.0}, "env_connect_timeout_s must be > 0 seconds"),
+        ({"env_all_down_timeout_s": 0.0}, "env_all_down_timeout_s must be > 0 seconds"),
+    ],
+)
+def test_env_server_options_are_checked(overrides, message):
+    args = _args(episode_mode="refine", reward_funcs=["refinement_reward"], **overrides)
+    with pytest.raises(ValueError, match=message):
+        check_episode_mode(args, SimpleNamespace(max_tool_calling_iterations=None))
