@@ -3,15 +3,16 @@
 A pure ASGI middleware that checks what clients send with ``strict_json_loads``
 (``fleet_rl/server/strict_json.py``) before any route or openenv's WebSocket loop sees it:
 
-- an HTTP ``POST``/``PUT``/``PATCH`` body that FastAPI would parse as JSON (content type ``application/json``,
-  ``*+json`` or none) and that is not UTF-8, holds a non-finite number (``NaN``, ``Infinity``, ``1e999``)
-  or a lone surrogate (``"\\ud800"``), nests too deeply or holds an integer over Python's digit limit gets
-  ``400`` with a JSON ``detail`` saying which. A plain syntax error goes on to FastAPI, which answers 422
-  (``json_invalid``) as before.
+- an HTTP ``POST``/``PUT``/``PATCH`` body sent as JSON (content type ``application/json`` or ``*+json``,
+  or none: openenv's ``/mcp`` reads any body as JSON) that is not UTF-8, holds a non-finite number
+  (``NaN``, ``Infinity``, ``1e999``) or a lone surrogate (``"\\ud800"``), nests too deeply or holds an
+  integer over Python's digit limit gets ``400`` with a JSON ``detail`` saying which. A plain syntax error
+  goes on to FastAPI, which answers 422 (``json_invalid``) as before.
 - a WebSocket frame (on ``/ws`` and every other socket) that is not UTF-8, not JSON, breaks one of the rules
   above or is not a JSON object gets an error frame in openenv's format (``{"type": "error", "data":
   {"message", "code"}}``, code ``INVALID_JSON`` or ``VALIDATION_ERROR``), and the session goes on. A binary
-  frame holding UTF-8 JSON is read as the text frame it should have been.
+  frame holding UTF-8 JSON is read as the text frame it should have been. (A *text* frame that is not
+  UTF-8 never gets here: the WebSocket layer closes that connection with 1007, invalid payload data.)
 
 Without this, such input reached openenv and FastAPI, whose error answers then failed to serialize it
 (HTTP 500), and openenv's socket loop answered a binary frame or a JSON array with ``SESSION_ERROR`` and
@@ -76,7 +77,9 @@ class StrictJSONInput:
 
 
 def _is_json(scope) -> bool:
-    """Whether FastAPI would parse this request's body as JSON (its rule: no content type, or a JSON one)."""
+    """Whether the request's body is meant as JSON: a JSON content type, or none at all.
+
+    (FastAPI itself reads a body without a content type as bytes, and answers 422 for a model body.)"""
     for name, value in scope.get("headers", ()):
         if name == b"content-type":
             media_type = value.split(b";", 1)[0].strip().lower()
