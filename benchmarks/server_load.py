@@ -2,6 +2,7 @@
 
     python benchmarks/server_load.py              # 1 and 16 sessions, ~30 s on 2 cores
     python benchmarks/server_load.py --quick      # fewer steps, for a smoke test
+    python benchmarks/server_load.py --soak 600   # 16 sessions for 60 s warm-up + 600 s (server_soak.py)
 
 It starts ``python -m fleet_rl.server`` in a child process on 127.0.0.1 (no web UI) and drives it from this
 process with ``FleetEnv`` async clients (one WebSocket session each), at 1 session and at 16 concurrent
@@ -18,6 +19,11 @@ four). Reported per level:
 The clients and the server share the machine (the report states its cores and CPU), so on 2 cores the
 figures are a floor for a server with a machine of its own. A warm-up pass first solves the pool's
 scenarios in the server.
+
+With ``--soak SECONDS`` it runs the soak instead (``benchmarks/server_soak.py``: 16 sessions on the same
+pool for ``--warmup-s`` (default 60) plus SECONDS; steps, errors, p50/p99, the server's RSS after the
+warm-up and at the end, and whether issue #29's goal was met); the report's ``machine`` section then also
+holds the load average at the start and the end, since other work on the machine moves the figures.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import cpu_model  # noqa: E402
+from benchmarks.process_memory import child_pid_with  # noqa: E402
+from benchmarks.server_soak import run_soak  # noqa: E402
 from fleet_rl.baselines import heuristic  # noqa: E402
 from fleet_rl.client import FleetAction, FleetEnv  # noqa: E402
 from fleet_rl.prompts import format_answer  # noqa: E402
@@ -97,11 +105,44 @@ async def _level(base_url: str, sessions: int, steps_per_session: int, answers: 
     }
 
 
+def _machine() -> dict:
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "note": "client and server on the same machine",
+    }
+
+
+def _soak_report(soak_s: float, warmup_s: float, answers: dict) -> dict:
+    load_start = [round(load, 2) for load in os.getloadavg()]
+    with server_process(extra_args=("--max-sessions", "32")) as base_url:
+        port = base_url.rsplit(":", 1)[1]
+        server_pid = child_pid_with("fleet_rl.server", "--port", port)
+        asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # solve the pool once
+        sections = run_soak(base_url, POOL, answers, soak_s=soak_s, warmup_s=warmup_s, server_pid=server_pid)
+    machine = {
+        **_machine(),
+        "load_average_1_5_15_min_start": load_start,
+        "load_average_1_5_15_min_end": [round(load, 2) for load in os.getloadavg()],
+    }
+    return {"benchmark": "server_soak", "machine": machine, **sections}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke test)")
+    parser.add_argument(
+        "--soak", type=float, metavar="SECONDS", help="run the soak for SECONDS after the warm-up instead"
+    )
+    parser.add_argument("--warmup-s", type=float, default=60.0, help="the soak's warm-up (default 60)")
     args = parser.parse_args(argv)
+    if args.soak is not None and (args.soak <= 0 or args.warmup_s < 0):
+        parser.error("--soak must be > 0 and --warmup-s >= 0")
     answers = _answers()
+    if args.soak is not None:
+        print(json.dumps(_soak_report(args.soak, args.warmup_s, answers), indent=2))
+        return
     single_steps, multi_steps = (40, 5) if args.quick else (3000, 300)
     with server_process(extra_args=("--max-sessions", "32")) as base_url:
         asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # warm-up: solve the pool once
@@ -109,16 +150,7 @@ def main(argv: list[str] | None = None) -> None:
             asyncio.run(_level(base_url, 1, single_steps, answers)),
             asyncio.run(_level(base_url, 16, multi_steps, answers)),
         ]
-    report = {
-        "benchmark": "server_load",
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "note": "client and server on the same machine",
-        },
-        "levels": levels,
-    }
+    report = {"benchmark": "server_load", "machine": _machine(), "levels": levels}
     print(json.dumps(report, indent=2))
 
 

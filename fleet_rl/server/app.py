@@ -4,10 +4,11 @@
 web UI; ``create_fastapi_app`` without): ``/reset``, ``/step``, ``/state``, ``/schema``, ``/metadata``,
 ``/health``, WebSocket sessions at ``/ws`` (one ``FleetEnvironment`` each, up to ``max_sessions``, idle ones
 reaped after ``session_timeout_s``) and the Gradio UI at ``/web``. It adds ``/tasks``, ``/grader`` and
-``/baseline`` (``fleet_rl/server/routes.py``), a request-body limit (``fleet_rl/server/limits.py``), and
-exception handlers that turn the caller's mistakes into 4xx answers: ``EpisodeError`` (400 for a bad
-parameter, 409 for a step before reset or after done) and pydantic's ``ValidationError`` (422) where
-openenv's own routes let it through (the web UI's step).
+``/baseline`` (``fleet_rl/server/routes.py``), a request-body limit (``fleet_rl/server/limits.py``), a
+guard that refuses malformed JSON in bodies and WebSocket frames (``fleet_rl/server/input_guard.py``: not
+UTF-8, non-finite numbers, lone surrogates), and exception handlers that turn the caller's mistakes into 4xx
+answers that can always be written (``fleet_rl/server/error_responses.py``): validation errors 422,
+``EpisodeError`` 400 for a bad parameter and 409 for a step before reset or after done.
 
 HTTP ``/reset`` and ``/step`` are stateless in openenv (each builds a fresh environment), so an episode runs
 over ``/ws``: ``fleet_rl.client.FleetEnv`` does that.
@@ -15,13 +16,13 @@ over ``/ws``: ``fleet_rl.client.FleetEnv`` does that.
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.types import ConcurrencyConfig
-from pydantic import ValidationError
 
-from fleet_rl.env import EpisodeError, FleetAction, FleetEnvironment, FleetObservation, FleetState
+from fleet_rl.env import FleetAction, FleetEnvironment, FleetObservation, FleetState
+from fleet_rl.server.error_responses import install_error_handlers
+from fleet_rl.server.input_guard import StrictJSONInput
 from fleet_rl.server.limits import BodySizeLimit
 from fleet_rl.server.routes import router
 
@@ -49,16 +50,7 @@ def create_fleet_app(
     else:
         app = create_fastapi_app(FleetEnvironment, FleetAction, FleetObservation, **kwargs)
     app.include_router(router)
-    app.add_exception_handler(EpisodeError, _episode_error)
-    app.add_exception_handler(ValidationError, _validation_error)
+    install_error_handlers(app)
+    app.add_middleware(StrictJSONInput)  # added first, so it runs after BodySizeLimit has bounded the body
     app.add_middleware(BodySizeLimit, max_body_bytes=max_body_bytes)
     return app
-
-
-async def _episode_error(request: Request, error: EpisodeError) -> JSONResponse:
-    return JSONResponse(status_code=error.status_code, content={"detail": str(error)})
-
-
-async def _validation_error(request: Request, error: ValidationError) -> JSONResponse:
-    errors = error.errors(include_url=False, include_context=False, include_input=False)
-    return JSONResponse(status_code=422, content={"detail": errors})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import server_load
 
 
@@ -16,3 +18,30 @@ def test_quick_run_prints_one_json_object(capsys):
         assert level["steps"] == (40 if level["sessions"] == 1 else 80)
         assert level["steps_per_s"] > 0 and 0 < level["step_p50_ms"] <= level["step_p99_ms"]
         assert level["reset_p50_ms"] > 0
+
+
+def test_a_short_soak_reports_steps_errors_latency_and_memory(capsys):
+    server_load.main(["--soak", "2", "--warmup-s", "1"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["benchmark"] == "server_soak"
+    assert len(report["machine"]["load_average_1_5_15_min_start"]) == 3
+    soak = report["soak"]
+    assert soak["sessions"] == 16 and soak["warmup_s"] == 1 and soak["soak_s"] == 2
+    assert soak["steps"] > 0 and soak["steps_per_s"] == round(soak["steps"] / 2, 1)
+    assert soak["errors"] == 0, soak["error_samples"]
+    assert 0 < soak["step_p50_ms"] <= soak["step_p99_ms"] and 0 < soak["reset_p50_ms"] <= soak["reset_p99_ms"]
+    assert soak["server_pid_found"] and soak["rss_start_mb"] > 50 and soak["rss_end_mb"] > 50
+    assert soak["rss_peak_mb"] >= max(soak["rss_start_mb"], soak["rss_end_mb"])
+    growth = 100 * (soak["rss_end_mb"] / soak["rss_start_mb"] - 1)
+    assert soak["rss_growth_percent"] == pytest.approx(growth, abs=0.2)  # from the unrounded figures
+    times = [t for t, _ in soak["rss_samples_mb"]]
+    assert times[0] == pytest.approx(0, abs=0.5) and times[-1] >= 2 and times == sorted(times)
+    goal = report["goal"]
+    assert goal["checks"]["long_enough"] is False and goal["met"] is False  # the goal is for 10 minutes
+    assert goal["checks"]["no_errors"] is True
+
+
+def test_soak_arguments_are_checked():
+    for argv in (["--soak", "0"], ["--soak", "5", "--warmup-s", "-1"]):
+        with pytest.raises(SystemExit):
+            server_load.main(argv)
