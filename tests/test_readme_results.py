@@ -2,7 +2,8 @@
 
 - The results table of README.md is ``python benchmarks/learning.py --render`` of the committed result,
   line for line, and the learning results that docs/learning-benchmark.md shows (today's and the rendered
-  history) are their files' whole ``--render`` output.
+  history) are their files' whole ``--render`` output; docs/kernel.md's calibration table is what
+  ``python benchmarks/calibration.py --markdown`` prints.
 - Every relative link of README.md, CHANGELOG.md and docs/*.md leads to a file or directory of the
   repository, and every repository path they mention (``fleet_rl/...``, ``configs/...``, ``tests/...``,
   ``train_grpo.py``...) exists. Output locations (``outputs/``, ``runs/``, ``reports/``) are not repository
@@ -128,3 +129,20 @@ def test_the_docs_pages_are_there():
     for name in expected:
         first = (REPO / "docs" / name).read_text().split("\n\n")[1]
         assert first.startswith("With this page you can"), f"docs/{name} starts with what a reader can do"
+
+
+def test_the_calibration_table_is_what_the_benchmark_prints():
+    """docs/kernel.md's calibration table is `python benchmarks/calibration.py --markdown`."""
+    out = subprocess.run(
+        [sys.executable, "benchmarks/calibration.py", "--markdown"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    printed = "\n".join(line.strip() for line in out.splitlines() if line.strip())
+    text = "\n".join(
+        line.strip() for line in (REPO / "docs/kernel.md").read_text().splitlines() if line.strip()
+    )
+    assert printed in text
