@@ -46,6 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL_FENCES = {"bash", "sh", "console", "shell"}
 SKIP_MARKS = {"needs a GPU": "needs a GPU", "placeholder": "holds a placeholder"}
+OUR_PACKAGES = ("fleet_rl", "rewards", "benchmarks")
 PASS_ON = re.compile(r"flags passed on to (\S+\.py)")
 REPO_DIRS = (
     "configs/",
@@ -209,7 +210,8 @@ def parsers() -> dict:
     needed = set(SELF_TEST)
     for command in OUR_COMMANDS:
         kind, name, args = target(command)
-        if kind != "ci" and any(arg.startswith("--") for arg in args) and not skip_reason(command):
+        ours = (REPO / name).is_file() if kind == "script" else name.split(".")[0] in OUR_PACKAGES
+        if kind != "ci" and ours and any(arg.startswith("--") for arg in args) and not skip_reason(command):
             needed.add(f"{kind}:{name}")
             match = PASS_ON.search(command.comment)
             if match:
@@ -279,18 +281,15 @@ def test_the_command_names_things_that_exist(command: Command):
     if reason:
         pytest.skip(f"{command.id}: {reason} (marked in the docs): {command.text}")
     kind, name, args = target(command)
-    problems = check_paths(args)
-    if kind in ("script", "ci"):
-        if not (REPO / name).is_file():
-            problems.append(f"{name}: no such script")
-    elif importlib.util.find_spec(name) is None:
-        problems.append(f"python -m {name}: no such module")
-    elif name.split(".")[0] not in ("fleet_rl", "rewards", "benchmarks") and any(
-        a.startswith("--") for a in args
-    ):
-        problems.append(f"python -m {name}: flags of a module outside this repository are not checked")
     has_flags = any(arg.startswith("--") for arg in args)
-    if kind != "ci" and has_flags and not problems:
+    if kind in ("script", "ci"):
+        missing = [] if (REPO / name).is_file() else [f"{name}: no such script"]
+    else:
+        missing = [] if importlib.util.find_spec(name) else [f"python -m {name}: no such module"]
+        if not missing and has_flags and name.split(".")[0] not in OUR_PACKAGES:
+            missing = [f"python -m {name}: flags of a module outside this repository are not checked"]
+    problems = missing + check_paths(args)
+    if kind != "ci" and has_flags and not missing:
         parsed = parsers()[f"{kind}:{name}"]
         assert "error" not in parsed, f"{command.id}: cannot read the parser of {name}: {parsed['error']}"
         match = PASS_ON.search(command.comment)
