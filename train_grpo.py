@@ -69,7 +69,11 @@ from fleet_rl.smollm2 import SmolLM2Error, ensure_smollm2  # noqa: E402
 from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
 from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
 from fleet_rl.training.backends import load_policy  # noqa: E402
-from fleet_rl.training.before_after import baseline_summaries, before_after_table  # noqa: E402
+from fleet_rl.training.before_after import (  # noqa: E402
+    TINY_MODEL_NOTE,
+    baseline_summaries,
+    before_after_table,
+)
 from fleet_rl.training.callbacks import ScriptArgumentsToWandb, ServerPoolMetrics  # noqa: E402
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
@@ -240,7 +244,12 @@ def main(argv: list[str] | None = None) -> dict:
         baselines = baseline_summaries(script_args.tasks, script_args.eval_scenarios)
         rows |= {f"{name} baseline": baseline for name, baseline in baselines.items()}
         print(json.dumps(summary, indent=2))
-        print(before_after_table(rows, num_scenarios=script_args.eval_scenarios, tasks=script_args.tasks))
+        note = TINY_MODEL_NOTE if script_args.local_model == "tiny" else None
+        print(
+            before_after_table(
+                rows, num_scenarios=script_args.eval_scenarios, tasks=script_args.tasks, note=note
+            )
+        )
 
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name="fleet_rl scenario generator")

@@ -4,7 +4,8 @@ on the same held-out scenarios, in lines a person reads at a glance in an 80-col
 ``train_grpo.py`` evaluates the trained policy (``eval_report.json``) and, when it trained LoRA adapters,
 the policy it started from: the same model with the adapters switched off (``peft``'s
 ``disable_adapter()``: no second model in memory). The baselines answer the same rows
-(``fleet_rl.training.heldout.evaluate_baseline``), so the four rows compare like with like.
+(``fleet_rl.training.heldout.evaluate_baseline``), so the four rows compare like with like. After a run
+of the tiny model, one last line (``TINY_MODEL_NOTE``) says what a newcomer should read from the table.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import Sequence
 
 from fleet_rl.training.heldout import EVAL_DATASET_SEED, evaluate_baseline
 
-__all__ = ["TABLE_BASELINES", "baseline_summaries", "before_after_table"]
+__all__ = ["TABLE_BASELINES", "TINY_MODEL_NOTE", "baseline_summaries", "before_after_table"]
 
 TABLE_BASELINES = ("even_bf16", "heuristic")
+# The tiny random-init model's score says nothing about learning (it depends on the machine's float rounding).
+TINY_MODEL_NOTE = "Tiny model: the pipeline runs. Learning: SmolLM2 preset + benchmarks/learning.py"
 _COLUMNS = (("% optimum", "mean_percent_of_optimum", "{:9.1f}"), ("valid", "valid_plan_rate", "{:5.2f}"))
 _COLUMNS += (("feasible", "feasible_rate", "{:8.2f}"), ("IRD", "ird_rate", "{:5.2f}"))
 
@@ -30,12 +33,16 @@ def baseline_summaries(
     }
 
 
-def before_after_table(summaries: dict[str, dict], *, num_scenarios: int, tasks: Sequence[str]) -> str:
-    """Rows ``name: summary`` (in order) as a fixed-width table of at most 80 columns."""
+def before_after_table(
+    summaries: dict[str, dict], *, num_scenarios: int, tasks: Sequence[str], note: str | None = None
+) -> str:
+    """Rows ``name: summary`` (in order) as a fixed-width table of at most 80 columns, then ``note``."""
     width = max(len(name) for name in summaries)
     header = " " * width + "".join(f"  {title:>{len(fmt.format(0))}}" for title, _, fmt in _COLUMNS)
     lines = [f"Held-out: {num_scenarios} scenarios ({', '.join(tasks)}), greedy", header]
     for name, summary in summaries.items():
         cells = "".join("  " + fmt.format(summary[key]) for _, key, fmt in _COLUMNS)
         lines.append(f"{name:<{width}}{cells}")
+    if note:
+        lines.append(note)
     return "\n".join(lines)

@@ -32,13 +32,17 @@ def _row(step: int, prompt: str, reward: float, ird: str = "") -> dict:
 
 RUN = [
     # step 1, prompt a: every completion degenerate -> one flat group
-    _row(1, "a", IRD_REWARD, "nothing_runs"), _row(1, "a", IRD_REWARD, "nothing_runs"),
+    _row(1, "a", IRD_REWARD, "nothing_runs"),
+    _row(1, "a", IRD_REWARD, "nothing_runs"),
     # step 1, prompt b: a feasible plan and one that over-allocates the cluster
-    _row(1, "b", FEASIBLE_BASE + 0.35), _row(1, "b", INCONSISTENT_REWARD),
+    _row(1, "b", FEASIBLE_BASE + 0.35),
+    _row(1, "b", INCONSISTENT_REWARD),
     # step 2, prompt a: degenerate and infeasible-but-honest
-    _row(2, "a", IRD_REWARD, "invented_or_duplicate_id"), _row(2, "a", 0.1),
+    _row(2, "a", IRD_REWARD, "invented_or_duplicate_id"),
+    _row(2, "a", 0.1),
     # step 3, prompt b: all degenerate
-    _row(3, "b", IRD_REWARD, "nothing_runs"), _row(3, "b", IRD_REWARD, "nothing_runs"),
+    _row(3, "b", IRD_REWARD, "nothing_runs"),
+    _row(3, "b", IRD_REWARD, "nothing_runs"),
 ]
 
 

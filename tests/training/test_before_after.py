@@ -3,7 +3,12 @@ rows the policy answered, and the table fits an 80-column terminal with its rows
 
 from __future__ import annotations
 
-from fleet_rl.training.before_after import TABLE_BASELINES, baseline_summaries, before_after_table
+from fleet_rl.training.before_after import (
+    TABLE_BASELINES,
+    TINY_MODEL_NOTE,
+    baseline_summaries,
+    before_after_table,
+)
 
 
 def test_baselines_are_scored_on_the_policys_rows():
@@ -29,3 +34,13 @@ def test_the_table_fits_80_columns_in_the_given_order():
         f"{baseline['feasible_rate']:.2f}",
         f"{baseline['ird_rate']:.2f}",
     ]
+
+
+def test_the_tiny_models_table_ends_with_what_to_read_from_it():
+    baseline = baseline_summaries(["easy"], 2)["even_bf16"]
+    rows = {"start (before GRPO)": baseline, "after GRPO": baseline}
+    lines = before_after_table(rows, num_scenarios=2, tasks=["easy"], note=TINY_MODEL_NOTE).splitlines()
+    assert lines[-1] == TINY_MODEL_NOTE and len(lines) == 2 + len(rows) + 1
+    assert "pipeline runs" in TINY_MODEL_NOTE and "SmolLM2" in TINY_MODEL_NOTE
+    assert "benchmarks/learning.py" in TINY_MODEL_NOTE and len(TINY_MODEL_NOTE) <= 80
+    assert before_after_table(rows, num_scenarios=2, tasks=["easy"]).splitlines()[-1].startswith("after GRPO")

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from fleet_rl.training.before_after import TINY_MODEL_NOTE
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
@@ -81,7 +83,8 @@ def test_the_run_ends_with_a_before_after_table(first_run):
     table = stdout[stdout.index("Held-out: 2 scenarios") :].splitlines()
     names = [line.split("  ")[0] for line in table[2:6]]
     assert names == ["start (before GRPO)", "after GRPO", "even_bf16 baseline", "heuristic baseline"]
-    assert max(map(len, table[:6])) <= 80
+    assert max(map(len, table[:7])) <= 80
+    assert table[6] == TINY_MODEL_NOTE  # what a newcomer reads from it: the pipeline runs, nothing more
 
 
 def test_resume_continues_at_the_saved_step(first_run):
