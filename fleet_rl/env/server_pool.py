@@ -295,4 +295,4 @@ def health_error(url: str, timeout_s: float) -> str | None:
         with urllib.request.urlopen(f"{url}/health", timeout=timeout_s) as response:
             return None if response.status == 200 else f"/health answered {response.status}"
     except (OSError, HTTPException) as error:  # refused, reset, timed out, not HTTP
-        return f"/health: {getattr(error, 'reason', None) or error!r}"
+        return f"/health: {getattr(error, 'reason', None) or error}"
