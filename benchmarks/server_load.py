@@ -22,7 +22,7 @@ scenarios in the server.
 
 With ``--soak SECONDS`` it runs the soak instead (``benchmarks/server_soak.py``: 16 sessions on the same
 pool for ``--warmup-s`` (default 60) plus SECONDS; steps, errors, p50/p99, the server's RSS after the
-warm-up and at the end, and whether issue #29's goal was met); the report's ``machine`` section then also
+warm-up and at the end, and whether the soak goal was met); the report's ``machine`` section then also
 holds the load average at the start and the end, since other work on the machine moves the figures.
 """
 

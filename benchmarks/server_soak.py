@@ -14,7 +14,7 @@ Reported (``soak``): ``steps`` and latency (``step_p50_ms``, ``step_p99_ms``, ``
 ``reset_p99_ms``) over the measured time after the warm-up; ``errors`` over the whole run, warm-up
 included, with the first few messages; the server process's resident memory at the end of the warm-up
 (``rss_start_mb``), at the end (``rss_end_mb``), its peak over the measured time, samples along the way,
-and ``rss_growth_percent`` = end / start - 1. ``goal`` says whether the run met issue #29's target on
+and ``rss_growth_percent`` = end / start - 1. ``goal`` says whether the run met the soak target on
 2 cores: 0 errors, RSS growth under 10 %, step p99 under 50 ms, over at least 10 minutes.
 """
 

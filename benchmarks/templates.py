@@ -1,4 +1,4 @@
-"""How far a policy gets without reading the scenario: the best scenario-blind template per tier (issue #11).
+"""How far a policy gets without reading the scenario: the best scenario-blind template per tier.
 
     python benchmarks/templates.py [--tasks easy medium hard] [--scenarios 200] [--split eval]
     python benchmarks/templates.py --floor_prob 1 --floor_fractions 0.5 0.7 0.9   # a what-if for the tiers

@@ -10,7 +10,7 @@ of the servers (the least loaded healthy one; an episode whose server fails move
 replayed: docs/scale-out.md), and the episode reward comes back from there. Flags after ``--`` go to
 ``train_grpo.py``.
 
-On real hardware the same two roles run on different machines (README, "Scale-out"): the servers on
+On real hardware the same two roles run on different machines (docs/scale-out.md): the servers on
 machines without a GPU (``python -m fleet_rl.server --host 0.0.0.0 --max-sessions 256``), the policy
 served by ``trl vllm-serve`` on one GPU and the trainer on another with ``--use_vllm --vllm_mode server``.
 """

@@ -16,7 +16,7 @@
   places fails in the kernel (no unsupported format, no out-of-memory, no unstable numerics), the last draw
   if none does. A random plan among those that run: it knows what runs, not what runs well, so a warm start
   on it (``sft_target: random_feasible``) leaves GRPO the whole efficiency question with a reward that
-  varies (on the redrawn tiers of issue #11 nearly every ``random_split`` draw fails a job, so a policy that
+  varies (on today's tiers nearly every ``random_split`` draw fails a job, so a policy that
   imitates it gets the same low reward for every answer and GRPO sees no signal).
 - ``heuristic``: the plan a good engineer writes by hand from the prompt's facts (``fleet_rl/heuristic.py``):
   formats by job kind and GPU support, memory first, GPUs by priority.

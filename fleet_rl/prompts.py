@@ -1,4 +1,4 @@
-"""Chat prompts for a scenario: what the policy reads before it writes a plan (issue #3, DESIGN.md §3-§5).
+"""Chat prompts for a scenario: what the policy reads before it writes a plan (DESIGN.md §3-§5).
 
 ``build_messages(scenario)`` returns TRL's conversational prompt format, ``[{"role": "system", ...},
 {"role": "user", ...}]``. The system message states the task, the plan schema, the rules the kernel applies

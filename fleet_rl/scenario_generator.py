@@ -192,7 +192,7 @@ JOB_NAMES: tuple[str, ...] = tuple(sorted({name for names in _JOB_NAMES.values()
 # per NF4 parameter and LoRA_RANK-sized adapters), kept so that the tiers' scenarios stay as they are.
 _INT4_BYTES_PER_PARAM = 0.53  # NF4 with block scales
 _LORA_PARAM_FRACTION = 0.005  # rank-16 adapters on every projection: ~0.2-0.5% of the base parameters
-_COMFORTABLE_FRACTION = 0.6  # fit="comfortable" (no tier since #11): bf16 footprint at most this share
+_COMFORTABLE_FRACTION = 0.6  # fit="comfortable" (no tier uses it today): bf16 footprint at most this share
 _POSSIBLE_FRACTION = 0.9  # others: compact footprint at most this share of a GPU
 _JOB_ATTEMPTS = 50
 _SCENARIO_ATTEMPTS = 1000

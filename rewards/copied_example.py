@@ -1,4 +1,4 @@
-"""IRD rule "copied example": a plan that takes the prompt's worked example answer (DESIGN.md §5, issue #9).
+"""IRD rule "copied example": a plan that takes the prompt's worked example answer (DESIGN.md §5).
 
 The system prompt shows one worked example, ``fleet_rl.prompts.EXAMPLE_SCENARIO`` and its exact optimum
 ``example_plan()``: a serve job and a lora job, each with its GPU count, tensor parallelism, formats and

@@ -6,7 +6,7 @@ column of scenario JSON strings (one per completion); multi-agent rows also carr
 ``log_metric`` (if TRL passes it) receives rates under ``kernel/``; ``log_extra`` adds each completion's
 parse error, IRD flag and % of optimum to TRL's completions table.
 
-Reward levels, in the order an engineer ranks answers (DESIGN.md §5, issues #9 and #27;
+Reward levels, in the order an engineer ranks answers (DESIGN.md §5, reward integrity and breadcrumbs;
 tests/rewards/test_fleet_reward.py and test_reward_properties.py check them):
 
 =========================================================  ==========================================
@@ -37,7 +37,7 @@ it; making a job run never lowers the reward; and any feasible plan beats any in
 
 ``score`` is the kernel's (objective / optimum) for a whole plan and the agent's own contribution (its job's
 value / the best it could add beside the given parts) for a multi-agent answer, so the optimum (or a best
-response) gets 1.0 and the reward rises with the score. A multi-agent part keeps the rules of issue #9:
+response) gets 1.0 and the reward rises with the score. A multi-agent part keeps the reward-integrity rules:
 one that breaks the joint plan (over-allocates it) gets the inconsistent level, below abstaining.
 """
 

@@ -15,7 +15,7 @@ in one place below: ``answer_rules`` for ``several_plans``, ``degenerate_plans``
   in a SmolLM2 GRPO pilot that paid an all-idle plan 0.135 (the bottom of the partial band), every one of a
   group's 8 answers gave every job 0 GPUs by step 14. A plan that places jobs which then fail is an honest
   attempt, not giving up: ``fleet_reward`` grades it by how close its jobs came (``rewards/breadcrumbs.py``).
-  Until issue #27 this rule also caught plans whose placed jobs all failed; on tiers with throughput floors
+  Before breadcrumbs this rule also caught plans whose placed jobs all failed; on tiers with throughput floors
   that made 67-78 % of a weak policy's training answers score exactly 0.01, and GRPO drifted to giving up.
 - ``copied_example``: the prompt's worked example answer, or one of its jobs, reused for this scenario
   (``rewards/copied_example.py`` tells; ``rewards/scoring.py`` asks it of each answer's own plan, before
@@ -23,7 +23,7 @@ in one place below: ``answer_rules`` for ``several_plans``, ``degenerate_plans``
 
 Leaving a job idle that the optimum runs is not an override any more: such a plan is not feasible, so it
 ranks in ``fleet_reward``'s partial-credit band below every plan that runs all the jobs the cluster can run,
-and no lower than the same plan with that job failing on a setting that cannot run (issue #9: breaking a
+and no lower than the same plan with that job failing on a setting that cannot run (integrity: breaking a
 job on purpose must never beat idling it; a near miss, over memory or under its floor, earns more). A merely
 conservative plan (say all bf16) is not degenerate either: the kernel already scores it lower.
 """

@@ -1,5 +1,5 @@
 """The calibration table (fleet_rl/calibration.py): sources are complete and the kernel meets the tolerances
-of issue #11 (≥ 90 % of the published figures within 25 %, none off by more than 2×)."""
+of the kernel-fidelity rework (≥ 90 % of the published figures within 25 %, none off by more than 2×)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fleet planning task as an OpenEnv environment (issue #12).
+"""The fleet planning task as an OpenEnv environment.
 
     from fleet_rl.env import FleetAction, FleetEnvironment
     env = FleetEnvironment()

@@ -152,13 +152,13 @@ UNSTABLE_FORMAT[:, NORM, [FP8, INT8, INT4]] = True
 # throughput that grows nearly linearly with GPUs makes "every GPU to the top-priority job" close to optimal
 # (that template reaches 54 % of the optimum on hard, benchmarks/templates.py). At 0.5 it forgave too much:
 # a plan at a quarter of a job's best speed still earned half its value, and fixed per-kind settings that
-# never read the scenario reached 77/63/61 % on easy/medium/hard; at 0.75, 71/57/52 % (issue #11).
+# never read the scenario reached 77/63/61 % on easy/medium/hard; at 0.75, 71/57/52 %.
 UTILITY_EXPONENT = 0.75
 # A job with a min_tokens_per_s (a serving SLO, a training deadline) that does not run at its floor (too
 # slow, crashed, or left idle) costs its priority: a missed service-level objective is a loss (SLA credits,
 # a blown deadline), not merely a job that earns nothing. When a floor only cost the job's own value,
 # "every GPU to the top-priority job" lost nothing by idling the others, and stayed near half the optimum
-# on medium and hard whatever the floors (issue #11); the reward already ranked that plan not feasible.
+# on medium and hard whatever the floors; the reward already ranked that plan not feasible.
 # An optimum can still idle a floor job whose floor no plan reaches: every plan then pays the penalty.
 FLOOR_MISS_PENALTY = 1.0  # × the job's priority
 QUALITY_PENALTY = 4.0  # a 1 % quality loss costs 4 % of the job's value

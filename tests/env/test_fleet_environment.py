@@ -57,7 +57,7 @@ def test_feedback_names_each_job_and_why():
     for job in plan["jobs"]:
         job["gpus"], job["tensor_parallel"] = 8, 1  # 16 GPUs asked of 8
     result = env.step(FleetAction(plan=json.dumps(plan)))
-    low, high = OVER_ALLOCATED_BAND  # above giving up, below every plan the cluster takes (issue #27)
+    low, high = OVER_ALLOCATED_BAND  # above giving up, below every plan the cluster takes (breadcrumbs)
     assert result.valid is False and low < result.reward < high
     assert any(reason.startswith("over_allocated") for reason in result.reasons)
     assert "over_allocated" in result.feedback

@@ -1,4 +1,4 @@
-"""The physics the kernel must get right (issue #2), with hand-computed expectations."""
+"""The physics the kernel must get right, with hand-computed expectations."""
 
 from __future__ import annotations
 

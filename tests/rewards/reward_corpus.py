@@ -2,8 +2,8 @@
 
 ``tests/rewards/test_reward_golden.py`` checks that the reward functions (``rewards.REWARD_FUNCS``) and the
 scoring pass under them (``rewards.score_completions``) still give every completion of the corpus its
-recorded values. The golden file pins what the rewards compute, so their code can be restructured (issue
-#10: the solved scenario passed explicitly instead of found through caches) without keeping an old copy in
+recorded values. The golden file pins what the rewards compute, so their code can be restructured (the
+solved scenario passed explicitly instead of found through caches) without keeping an old copy in
 the tests. Record it again only after a change of behaviour that is meant, such as new kernel physics (and
 say so in the commit):
 

@@ -1,4 +1,4 @@
-"""Breadcrumbs (issue #27): an answer that fails earns credit graded by how close the kernel says it came,
+"""Breadcrumbs: an answer that fails earns credit graded by how close the kernel says it came,
 and no exploit closed before opens again.
 
 - the credit of one job (``rewards.breadcrumbs.job_credit``) is monotone in each distance and keeps the

@@ -1,4 +1,4 @@
-"""The IRD "copied example" rule (rewards/copied_example.py, issue #9 class 3): copying the prompt's worked
+"""The IRD "copied example" rule (rewards/copied_example.py, exploit class 3): copying the prompt's worked
 example answer is caught however it is dressed up, and honest plans are not.
 
 Copies: the example's answer under the scenario's ids, its jobs in any order, with fields the kernel ignores
@@ -187,7 +187,7 @@ def test_a_mapping_that_is_no_plan_copies_nothing(plan):
 
 
 def test_the_reward_of_a_reordered_copy_is_the_ird_reward():
-    # End to end: the exploit of issue #9 (the example's jobs under the scenario's ids, in the other order)
+    # End to end: the copied-example exploit (the example's jobs under the scenario's ids, in the other order)
     # scores the IRD reward, not a share of the optimum.
     for seed in range(40):
         scenario = make_scenario("medium", seed)

@@ -120,8 +120,8 @@ def test_degenerate_strategies_get_exactly_the_ird_reward(completion, rule, why)
 
 
 def test_a_job_the_optimum_runs_ranks_categorical_fault_below_idle_below_near_miss_below_feasible():
-    """Issue #27 changed this deliberately: a job over memory (a near miss) now ranks above idling it, a job
-    with a setting that cannot run (an fp8 norm) still below; until #27 both ranked at most as idle."""
+    """Breadcrumbs changed this on purpose: a job over memory (a near miss) now ranks above idling it, a job
+    with a setting that cannot run (an fp8 norm) still below; both once ranked at most as idle."""
     starved = {"jobs": [{**CONSERVATIVE["jobs"][0], "gpus": 8, "tensor_parallel": 8}]}  # others take its GPUs
     idle = {"jobs": [CRASHING["jobs"][0], {**CRASHING["jobs"][1], "gpus": 0}]}
     unstable = {
@@ -138,7 +138,7 @@ def test_a_job_the_optimum_runs_ranks_categorical_fault_below_idle_below_near_mi
 
 
 def test_giving_up_is_degenerate_and_honest_attempts_that_fail_rank_above_it():
-    """Issue #27 changed this deliberately: a plan whose only placed job crashes was degenerate (0.01), and an
+    """Breadcrumbs changed this on purpose: a plan whose only placed job crashes was degenerate (0.01), and an
     over-allocated whole plan ranked below giving up (0.0075); both now rank above giving up, graded."""
     empty, idle, crashed, over_allocated, half = reward(
         '{"jobs": []}',
@@ -201,7 +201,7 @@ def test_registry_and_trl_kwargs():
 
 
 def test_sharding_a_serving_job_scores_low_with_the_kernels_reason_and_never_raises():
-    """#11's bad input: the new plan field used where it means nothing. The serve job does not run (the
+    """Bad input: the new plan field used where it means nothing. The serve job does not run (the
     kernel's reason says why), so the plan earns a not-feasible reward, below the same plan without it."""
     sharded = {
         "jobs": [{**job, "sharding": "full"} if job["id"] == "chat" else job for job in CONSERVATIVE["jobs"]]

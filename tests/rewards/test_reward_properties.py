@@ -1,10 +1,10 @@
-"""The reward ranks plans the way an engineer would (issue #9): invariants over generated scenarios and plans.
+"""The reward ranks plans the way an engineer would: invariants over generated scenarios and plans.
 
 Each property is checked on scenarios from the generator and on plans of three kinds (the exact optimum,
 the even 16-bit split, a uniformly random schema-valid plan), with hypothesis choosing the seeds:
 
 - making a job that runs unrunnable (0 GPUs, unstable, unsupported) never raises the reward, and breaking a
-  job on purpose never beats leaving it idle where another job is placed (issue #27 changed this
+  job on purpose never beats leaving it idle where another job is placed (breadcrumbs changed this
   deliberately: where no other job is placed, idling it gives up, and an honest attempt ranks above that);
 - adding a fault to a job (running or already failing) never raises the reward: a second fault never
   hides the first;

@@ -1,4 +1,4 @@
-"""An honest plan is found whatever stray brackets the prose around it holds (issue #9 class 6).
+"""An honest plan is found whatever stray brackets the prose around it holds (exploit class 6).
 
 The scanner of rewards/parsing.py tries every "{" as the start of an object and passes over the ones that
 never close, nest too deep or open a span that does not decode, so a stray brace in prose cannot swallow
