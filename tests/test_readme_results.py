@@ -43,17 +43,17 @@ REPO_PATH = re.compile(
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
-@cache
-def render(result: str) -> list[str]:
+def printed_lines(*command: str) -> list[str]:
+    """The non-blank lines a repository script prints, stripped."""
     out = subprocess.run(
-        [sys.executable, "benchmarks/learning.py", "--render", result],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
+        [sys.executable, *command], cwd=REPO, capture_output=True, text=True, timeout=300, check=True
     ).stdout
     return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+@cache
+def render(result: str) -> list[str]:
+    return printed_lines("benchmarks/learning.py", "--render", result)
 
 
 def table_lines(lines: list[str]) -> list[str]:
@@ -133,15 +133,7 @@ def test_the_docs_pages_are_there():
 
 def test_the_calibration_table_is_what_the_benchmark_prints():
     """docs/kernel.md's calibration table is `python benchmarks/calibration.py --markdown`."""
-    out = subprocess.run(
-        [sys.executable, "benchmarks/calibration.py", "--markdown"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    ).stdout
-    printed = "\n".join(line.strip() for line in out.splitlines() if line.strip())
+    printed = "\n".join(printed_lines("benchmarks/calibration.py", "--markdown"))
     text = "\n".join(
         line.strip() for line in (REPO / "docs/kernel.md").read_text().splitlines() if line.strip()
     )
