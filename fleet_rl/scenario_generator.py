@@ -44,6 +44,7 @@ Full-parameter training is drawn only for models up to 8B (a 70B model needs ~1.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import random
@@ -347,21 +348,39 @@ def _draw(rng: random.Random, tier: TierSpec, split: str) -> Scenario | None:
 
 
 def make_scenario(task: str, seed: int, split: str = "train") -> Scenario:
-    """Scenario number ``seed`` of tier ``task`` in ``split``; a pure function of its three arguments."""
+    """Scenario number ``seed`` of tier ``task`` in ``split``; a pure function of its three arguments, so it
+    is memoised: drawing the floors enumerates each job's options (~10 ms), which an environment server
+    would otherwise pay on every ``reset`` of a scenario it has seen."""
     if task not in TIERS:
         raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
-    return draw_scenario(TIERS[task], task, seed, split)
+    return _drawn_scenario(TIERS[task], task, _checked_seed(seed), _checked_split(split))
+
+
+@functools.lru_cache(maxsize=8192)  # a Scenario is a small frozen struct: ~8k of them is a few MB
+def _drawn_scenario(tier: TierSpec, task: str, seed: int, split: str) -> Scenario:
+    """``draw_scenario``, memoised; the (frozen, hashable) tier is part of the key, so a tier changed at run
+    time (a what-if, a test) never gets another tier's scenario."""
+    return draw_scenario(tier, task, seed, split)
+
+
+def _checked_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    return split
+
+
+def _checked_seed(seed: int) -> int:
+    """``seed`` as a plain int: ints and numpy integers; refuses bools, floats and strings."""
+    if isinstance(seed, bool):
+        raise TypeError("seed must be an int, got bool")
+    return operator.index(seed)
 
 
 def draw_scenario(tier: TierSpec, task: str, seed: int, split: str = "train") -> Scenario:
     """Scenario number ``seed`` drawn from ``tier``, its random stream named by ``task``: a tier changed only
     in its floors gives the same clusters and jobs as ``TIERS[task]``, which is how a what-if on a tier
     (``benchmarks/templates.py --floor_prob``) runs before the tier is committed."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
-    if isinstance(seed, bool):
-        raise TypeError("seed must be an int, got bool")
-    seed = operator.index(seed)  # ints and numpy integers; refuses floats and strings
+    split, seed = _checked_split(split), _checked_seed(seed)
     rng = random.Random(f"fleet_rl/{task}/{split}/{seed}")
     for _ in range(_SCENARIO_ATTEMPTS):
         scenario = _draw(rng, tier, split)

@@ -173,6 +173,23 @@ def test_min_tokens_per_s_is_omitted_when_unset_and_kept_as_a_float_when_set() -
             assert ("min_tokens_per_s" in msgspec.to_builtins(job)) == (job.min_tokens_per_s is not None)
 
 
+def test_make_scenario_is_memoised_per_tier_and_still_checks_its_arguments(monkeypatch) -> None:
+    first = make_scenario("medium", 11)
+    assert make_scenario("medium", 11) is first  # a reset of a seen scenario draws nothing again
+    with pytest.raises(TypeError, match="bool"):
+        make_scenario("easy", True)  # True == 1 would otherwise hit the cached seed 1
+    make_scenario("easy", 1)
+    with pytest.raises(TypeError, match="bool"):
+        make_scenario("easy", True)
+    with pytest.raises(ValueError, match="unknown split"):
+        make_scenario("easy", 1, "test")
+    no_floors = dataclasses.replace(TIERS["medium"], floor_prob=0.0)
+    monkeypatch.setitem(TIERS, "medium", no_floors)
+    redrawn = make_scenario("medium", 11)  # another tier is another key, never the cached scenario
+    assert redrawn.cluster == first.cluster
+    assert all(job.min_tokens_per_s is None for job in redrawn.jobs)
+
+
 def test_a_tier_with_floors_draws_them_from_what_each_job_makes_on_its_even_share(monkeypatch) -> None:
     from fleet_rl.kernel.solver import enumerate_job_options
     from fleet_rl.solved_scenarios import solved_scenario
