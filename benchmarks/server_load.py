@@ -3,6 +3,7 @@
     python benchmarks/server_load.py              # 1 and 16 sessions, ~30 s on 2 cores
     python benchmarks/server_load.py --quick      # fewer steps, for a smoke test
     python benchmarks/server_load.py --soak 600   # 16 sessions for 60 s warm-up + 600 s (server_soak.py)
+    python benchmarks/server_load.py --ws-compression   # the server negotiates permessage-deflate (A/B)
 
 It starts ``python -m fleet_rl.server`` in a child process on 127.0.0.1 (no web UI) and drives it from this
 process with ``FleetEnv`` async clients (one WebSocket session each), at 1 session and at 16 concurrent
@@ -114,9 +115,13 @@ def _machine() -> dict:
     }
 
 
-def _soak_report(soak_s: float, warmup_s: float, answers: dict) -> dict:
+def _server_args(ws_compression: bool) -> tuple[str, ...]:
+    return ("--max-sessions", "32") + (("--ws-compression",) if ws_compression else ())
+
+
+def _soak_report(soak_s: float, warmup_s: float, answers: dict, ws_compression: bool) -> dict:
     load_start = [round(load, 2) for load in os.getloadavg()]
-    with server_process(extra_args=("--max-sessions", "32")) as base_url:
+    with server_process(extra_args=_server_args(ws_compression)) as base_url:
         port = base_url.rsplit(":", 1)[1]
         server_pid = child_pid_with("fleet_rl.server", "--port", port)
         asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # solve the pool once
@@ -126,7 +131,7 @@ def _soak_report(soak_s: float, warmup_s: float, answers: dict) -> dict:
         "load_average_1_5_15_min_start": load_start,
         "load_average_1_5_15_min_end": [round(load, 2) for load in os.getloadavg()],
     }
-    return {"benchmark": "server_soak", "machine": machine, **sections}
+    return {"benchmark": "server_soak", "machine": machine, "ws_compression": ws_compression, **sections}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,21 +141,29 @@ def main(argv: list[str] | None = None) -> None:
         "--soak", type=float, metavar="SECONDS", help="run the soak for SECONDS after the warm-up instead"
     )
     parser.add_argument("--warmup-s", type=float, default=60.0, help="the soak's warm-up (default 60)")
+    parser.add_argument(
+        "--ws-compression", action="store_true", help="server with permessage-deflate on (A/B)"
+    )
     args = parser.parse_args(argv)
     if args.soak is not None and (args.soak <= 0 or args.warmup_s < 0):
         parser.error("--soak must be > 0 and --warmup-s >= 0")
     answers = _answers()
     if args.soak is not None:
-        print(json.dumps(_soak_report(args.soak, args.warmup_s, answers), indent=2))
+        print(json.dumps(_soak_report(args.soak, args.warmup_s, answers, args.ws_compression), indent=2))
         return
     single_steps, multi_steps = (40, 5) if args.quick else (3000, 300)
-    with server_process(extra_args=("--max-sessions", "32")) as base_url:
+    with server_process(extra_args=_server_args(args.ws_compression)) as base_url:
         asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # warm-up: solve the pool once
         levels = [
             asyncio.run(_level(base_url, 1, single_steps, answers)),
             asyncio.run(_level(base_url, 16, multi_steps, answers)),
         ]
-    report = {"benchmark": "server_load", "machine": _machine(), "levels": levels}
+    report = {
+        "benchmark": "server_load",
+        "machine": _machine(),
+        "ws_compression": args.ws_compression,
+        "levels": levels,
+    }
     print(json.dumps(report, indent=2))
 
 

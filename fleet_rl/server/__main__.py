@@ -3,7 +3,10 @@
 One process (the environment is CPU-light: a step costs well under a millisecond of kernel time, so one
 event loop with openenv's per-session threads serves many sessions; ``benchmarks/server_load.py``
 measures it). WebSocket frames are capped at the request-body limit (``ws_max_size``; a larger frame closes
-that connection with code 1009 and the server goes on serving).
+that connection with code 1009 and the server goes on serving). WebSocket compression (permessage-deflate)
+is off unless ``--ws-compression``: an observation is ~7 KB of JSON, and deflating it on both ends cost as
+much CPU as the environment's step itself (a py-spy profile of the server at one session), which a server
+and its trainer on one network do not need; turn it on for a slow link.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def main(argv: list[str] | None = None) -> None:
         default=DEFAULT_MAX_BODY_BYTES,
         help="largest HTTP body or WebSocket frame accepted",
     )
+    parser.add_argument(
+        "--ws-compression",
+        action="store_true",
+        help="negotiate WebSocket permessage-deflate (off: it costs CPU per message; for slow links)",
+    )
     parser.add_argument("--no-web", action="store_true", help="leave out the Gradio UI at /web")
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
@@ -52,7 +60,12 @@ def main(argv: list[str] | None = None) -> None:
         web=not args.no_web,
     )
     uvicorn.run(
-        app, host=args.host, port=args.port, ws_max_size=args.max_body_bytes, log_level=args.log_level
+        app,
+        host=args.host,
+        port=args.port,
+        ws_max_size=args.max_body_bytes,
+        ws_per_message_deflate=args.ws_compression,
+        log_level=args.log_level,
     )
 
 

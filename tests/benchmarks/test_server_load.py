@@ -13,6 +13,7 @@ def test_quick_run_prints_one_json_object(capsys):
     server_load.main(["--quick"])
     report = json.loads(capsys.readouterr().out)
     assert report["machine"]["cores"] >= 1 and report["machine"]["cpu"]
+    assert report["ws_compression"] is False  # the server's default
     assert [level["sessions"] for level in report["levels"]] == [1, 16]
     for level in report["levels"]:
         assert level["steps"] == (40 if level["sessions"] == 1 else 80)
