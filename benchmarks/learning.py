@@ -4,6 +4,8 @@
         --output benchmarks/results/learning_smollm2_cpu.json [extra train_grpo.py flags ...]
     python benchmarks/learning.py --render benchmarks/results/learning_smollm2_cpu.json   # the README table
     python benchmarks/learning.py --fingerprint --config configs/smollm2_cpu.yaml  # its scenario_fingerprint
+    python benchmarks/learning.py --start_only --config ... --work_dir DIR --sft_steps 0 \\
+        --model_name_or_path START   # evaluate a start shared by seeds once, before one process per seed
 
 For each training seed it runs ``train_grpo.main`` with the preset, the seed and the extra flags (any
 ``train_grpo.py`` flag: ``--max_steps 60``, ``--sft_target random``...). The **start policy** is what GRPO
@@ -68,7 +70,7 @@ from benchmarks.learning_evaluate import (  # noqa: E402
     today_scenario_fingerprint,
 )
 from benchmarks.learning_render import render  # noqa: E402
-from benchmarks.learning_run import run  # noqa: E402
+from benchmarks.learning_run import evaluate_shared_start, run  # noqa: E402
 from benchmarks.learning_statistics import (  # noqa: E402
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -90,6 +92,7 @@ __all__ = [
     "paired_difference",
     "parse",
     "print_fingerprint",
+    "print_start",
     "render",
     "reward_curve",
     "run",
@@ -124,11 +127,18 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         action="store_true",
         help="print today's scenario_fingerprint of the held-out set (last line) and exit; no training",
     )
+    parser.add_argument(
+        "--start_only",
+        action="store_true",
+        help="evaluate the start every seed shares into --work_dir's cache and exit; no training",
+    )
     args, train_flags = parser.parse_known_args(argv)
     if args.render:
         return args, train_flags
-    if not args.config or not (args.output or args.fingerprint):
-        parser.error("--config and --output are required (or --render RESULT_JSON, or --fingerprint)")
+    if not args.config or not (args.output or args.fingerprint or args.start_only):
+        parser.error(
+            "--config and --output are required (or --render RESULT_JSON, --fingerprint or --start_only)"
+        )
     clashing = [flag for flag in train_flags if flag.split("=")[0] in OWN_TRAIN_FLAGS]
     if clashing:
         parser.error(f"{', '.join(clashing)}: set by the benchmark (use --seeds and --work_dir)")
@@ -161,6 +171,18 @@ def print_fingerprint(args: argparse.Namespace, train_flags: list[str]) -> str:
     return fingerprint
 
 
+def print_start(args: argparse.Namespace, train_flags: list[str]) -> dict:
+    """``--start_only``: evaluate (or find) the shared start's evaluation; print its summary as JSON."""
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            evaluation, reused_from = evaluate_shared_start(args, train_flags)
+        except ValueError as error:
+            print(f"learning.py: {error}", file=sys.stderr)
+            sys.exit(2)
+    print(json.dumps({"reused_from": reused_from, "summary": evaluation["summary"]}, indent=1))
+    return evaluation
+
+
 def main(argv: list[str] | None = None) -> dict | None:
     argv = sys.argv[1:] if argv is None else argv
     exit_on_a_bad_config(argv, "learning.py")  # one line and exit code 2, before train_grpo is imported
@@ -171,6 +193,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     if args.fingerprint:
         print_fingerprint(args, train_flags)
         return None
+    if args.start_only:
+        return print_start(args, train_flags)
     with contextlib.redirect_stdout(
         sys.stderr
     ):  # stdout carries only the table; progress and logs go to stderr

@@ -30,7 +30,7 @@ from benchmarks.learning_start_cache import START_EVALUATIONS, cached_evaluation
 from benchmarks.learning_statistics import BOOTSTRAP_SEED, METRICS, paired_difference
 from benchmarks.learning_train import start_model_path, train_seed
 
-__all__ = ["SEED_RESULT", "default_work_dir", "run"]
+__all__ = ["SEED_RESULT", "default_work_dir", "evaluate_shared_start", "run"]
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUTS = "outputs"  # what runs write; openenv validate's digest skips it
@@ -105,6 +105,33 @@ def _start_description(script_args, model_args) -> str:
 def default_work_dir(config: str) -> Path:
     """Where the seeds train without ``--work_dir``: ``outputs/learning/<config stem>``."""
     return Path(OUTPUTS, "learning", Path(config).stem)
+
+
+def evaluate_shared_start(args: argparse.Namespace, train_flags: list[str]) -> tuple[dict, str | None]:
+    """Evaluate the start every seed shares (no warm start: the given model) into ``<work_dir>``'s cache.
+
+    Seeds run side by side as one process each would otherwise both spend the start's evaluation (~10-20
+    minutes on 2 cores) on the same model; run this once first, and each seed's run reuses it (the same key
+    as ``run`` computes). Returns (the evaluation, the file it was reused from or None)."""
+    import train_grpo
+
+    parsed = train_grpo.parse_args(["--config", args.config, *train_flags, "--report_to", "none"])
+    script_args, training_args, model_args = parsed
+    if script_args.sft_steps > 0:
+        raise ValueError(
+            "--start_only needs a start every seed shares: with a warm start (sft_steps > 0) each seed "
+            "trains its own; build it once and pass it with --model_name_or_path DIR --sft_steps 0"
+        )
+    settings = eval_settings(args, script_args, training_args)
+    scenario_fingerprint = today_scenario_fingerprint(settings, eval_rows(settings))
+    start_path = model_args.model_name_or_path
+    key = start_evaluation_key(start_path, settings, scenario_fingerprint, model_args)
+    if key is None:
+        raise ValueError(f"--start_only: {start_path} is not a local model directory with weights to key on")
+    work_dir = Path(args.work_dir) if args.work_dir else default_work_dir(args.config)
+    return cached_evaluation(
+        work_dir / START_EVALUATIONS, key, functools.partial(evaluate, start_path, None, settings, parsed)
+    )
 
 
 def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) -> dict:

@@ -126,3 +126,56 @@ def test_a_second_process_reuses_the_first_ones_start_evaluation(tmp_path, monke
     result = learning_run.run(args, train_flags, ["python", "benchmarks/learning.py"])
     assert result["start_evaluation_reused_from"] == [None]
     assert len([call for call in evaluated if call[1] is None]) == 2
+
+
+def test_start_only_evaluates_the_shared_start_once_for_the_seeds_that_follow(tmp_path, monkeypatch, capsys):
+    """``--start_only`` stores the start's evaluation under the key a seed's run looks up, so two seeds
+    started next to each other afterwards both reuse it; with a warm start (one per seed) it refuses."""
+    from benchmarks import learning
+
+    model = _model(tmp_path / "base")
+    evaluated = []
+
+    def fake_evaluate(base, adapter, settings, parsed):
+        evaluated.append((base, adapter))
+        return _evaluation(10.0 if adapter is None else 20.0)
+
+    def fake_train_seed(seed, config, flags, output_dir):
+        output_dir.mkdir(parents=True)
+        (output_dir / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(model)}))
+        argv = ["--config", config, *flags, "--seed", str(seed), "--output_dir", str(output_dir),
+                "--eval_scenarios", "0", "--report_to", "none"]  # fmt: skip
+        wall = {
+            "warm_start": 0.0,
+            "grpo": 10.0,
+            "generation": 6.0,
+            "reward": 1.0,
+            "backward": 3.0,
+            "setup": 1.0,
+        }
+        return argv, {"global_step": 3, "warm_start": None, "reward_curve": {"reward": [0.1]}, "wall_s": wall}
+
+    monkeypatch.setattr(learning_run, "evaluate", fake_evaluate)
+    monkeypatch.setattr(learning_run, "train_seed", fake_train_seed)
+    preset = ["--config", "configs/tiny_cpu.yaml", "--eval_scenarios", "3", "--work_dir",
+              str(tmp_path / "work"), "--model_name_or_path", str(model), "--max_steps", "3"]  # fmt: skip
+    common = [*preset, "--sft_steps", "0"]
+    learning.main(["--start_only", *common])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["reused_from"] is None and printed["summary"] == {"num_scenarios": 3}
+    assert evaluated == [(str(model), None)]
+    learning.main(["--start_only", *common])  # a second time: found, not evaluated again
+    assert json.loads(capsys.readouterr().out)["reused_from"] and len(evaluated) == 1
+
+    args, train_flags = parse(["--seeds", "1", "--output", str(tmp_path / "seed1.json"), *common])
+    result = learning_run.run(args, train_flags, ["python", "benchmarks/learning.py"])
+    assert result["start_evaluation_reused_from"] == [
+        str(next((tmp_path / "work" / START_EVALUATIONS).glob("*.json")))
+    ]
+    assert [call for call in evaluated if call[1] is None] == [(str(model), None)]
+
+    with pytest.raises(SystemExit) as refused:
+        learning.main(["--start_only", *preset, "--sft_steps", "4"])
+    assert refused.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error[-1].startswith("learning.py: --start_only needs a start every seed shares")
