@@ -76,26 +76,38 @@ def _evaluation(value: float) -> dict:
     return {"summary": {"num_scenarios": 3}, "per_scenario": metrics, "samples": [], "wall_s": 7.0}
 
 
+def _fake_train_seed(model: Path):
+    """A stand-in for ``learning_run.train_seed``: an adapter on ``model``, no training."""
+
+    def train_seed(seed, config, flags, output_dir):
+        output_dir.mkdir(parents=True)
+        (output_dir / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(model)}))
+        argv = ["--config", config, *flags, "--seed", str(seed), "--output_dir", str(output_dir),
+                "--eval_scenarios", "0", "--report_to", "none"]  # fmt: skip
+        wall = {
+            "warm_start": 0.0,
+            "grpo": 10.0,
+            "generation": 6.0,
+            "reward": 1.0,
+            "backward": 3.0,
+            "setup": 1.0,
+        }
+        return argv, {"global_step": 3, "warm_start": None, "reward_curve": {"reward": [0.1]}, "wall_s": wall}
+
+    return train_seed
+
+
 def test_a_second_process_reuses_the_first_ones_start_evaluation(tmp_path, monkeypatch):
     """Seeds 0 and 1 as two runs (as two processes would be) in one work dir, no warm start: the base
     model's evaluation is made once; seed 1's result says it was reused, and from where."""
     model = _model(tmp_path / "base")
     evaluated = []
 
-    def fake_train_seed(seed, config, flags, output_dir):
-        output_dir.mkdir(parents=True)
-        (output_dir / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(model)}))
-        argv = ["--config", config, *flags, "--seed", str(seed), "--output_dir", str(output_dir),
-                "--eval_scenarios", "0", "--report_to", "none"]  # fmt: skip
-        wall = {"warm_start": 0.0, "grpo": 10.0, "generation": 6.0, "reward": 1.0, "backward": 3.0}
-        return argv, {"global_step": 3, "warm_start": None, "reward_curve": {"reward": [0.1]},
-                      "wall_s": wall | {"setup": 1.0}}  # fmt: skip
-
     def fake_evaluate(base, adapter, settings, parsed):
         evaluated.append((base, adapter))
         return _evaluation(10.0 if adapter is None else 20.0)
 
-    monkeypatch.setattr(learning_run, "train_seed", fake_train_seed)
+    monkeypatch.setattr(learning_run, "train_seed", _fake_train_seed(model))
     monkeypatch.setattr(learning_run, "evaluate", fake_evaluate)
     results = []
     for seed in (0, 1):
@@ -140,23 +152,8 @@ def test_start_only_evaluates_the_shared_start_once_for_the_seeds_that_follow(tm
         evaluated.append((base, adapter))
         return _evaluation(10.0 if adapter is None else 20.0)
 
-    def fake_train_seed(seed, config, flags, output_dir):
-        output_dir.mkdir(parents=True)
-        (output_dir / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(model)}))
-        argv = ["--config", config, *flags, "--seed", str(seed), "--output_dir", str(output_dir),
-                "--eval_scenarios", "0", "--report_to", "none"]  # fmt: skip
-        wall = {
-            "warm_start": 0.0,
-            "grpo": 10.0,
-            "generation": 6.0,
-            "reward": 1.0,
-            "backward": 3.0,
-            "setup": 1.0,
-        }
-        return argv, {"global_step": 3, "warm_start": None, "reward_curve": {"reward": [0.1]}, "wall_s": wall}
-
     monkeypatch.setattr(learning_run, "evaluate", fake_evaluate)
-    monkeypatch.setattr(learning_run, "train_seed", fake_train_seed)
+    monkeypatch.setattr(learning_run, "train_seed", _fake_train_seed(model))
     preset = ["--config", "configs/tiny_cpu.yaml", "--eval_scenarios", "3", "--work_dir",
               str(tmp_path / "work"), "--model_name_or_path", str(model), "--max_steps", "3"]  # fmt: skip
     common = [*preset, "--sft_steps", "0"]
