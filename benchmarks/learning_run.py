@@ -107,6 +107,17 @@ def default_work_dir(config: str) -> Path:
     return Path(OUTPUTS, "learning", Path(config).stem)
 
 
+def _work_dir(args: argparse.Namespace) -> Path:
+    return Path(args.work_dir) if args.work_dir else default_work_dir(args.config)
+
+
+def _start_evaluation(work_dir: Path, key: dict | None, start_path: str, settings: dict, parsed):
+    """(the start's evaluation, the file it was reused from or None), through ``<work_dir>``'s cache."""
+    return cached_evaluation(
+        work_dir / START_EVALUATIONS, key, functools.partial(evaluate, start_path, None, settings, parsed)
+    )
+
+
 def evaluate_shared_start(args: argparse.Namespace, train_flags: list[str]) -> tuple[dict, str | None]:
     """Evaluate the start every seed shares (no warm start: the given model) into ``<work_dir>``'s cache.
 
@@ -128,10 +139,7 @@ def evaluate_shared_start(args: argparse.Namespace, train_flags: list[str]) -> t
     key = start_evaluation_key(start_path, settings, scenario_fingerprint, model_args)
     if key is None:
         raise ValueError(f"--start_only: {start_path} is not a local model directory with weights to key on")
-    work_dir = Path(args.work_dir) if args.work_dir else default_work_dir(args.config)
-    return cached_evaluation(
-        work_dir / START_EVALUATIONS, key, functools.partial(evaluate, start_path, None, settings, parsed)
-    )
+    return _start_evaluation(_work_dir(args), key, start_path, settings, parsed)
 
 
 def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) -> dict:
@@ -140,7 +148,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
 
     started = time.perf_counter()
     git = _git()  # the code that runs, before anything else can commit
-    work_dir = Path(args.work_dir) if args.work_dir else default_work_dir(args.config)
+    work_dir = _work_dir(args)
     parsed0 = train_grpo.parse_args(["--config", args.config, *train_flags, "--report_to", "none"])
     script_args, training_args, model_args = parsed0
     settings = eval_settings(args, script_args, training_args)
@@ -187,10 +195,8 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         reused_from = None  # a stored evaluation of the same start, by an earlier process or run
         if not shared:
             start_key = start_evaluation_key(start_path, settings, scenario_fingerprint, parsed[2])
-            start_cache[key], reused_from = cached_evaluation(
-                work_dir / START_EVALUATIONS,
-                start_key,
-                functools.partial(evaluate, start_path, None, settings, parsed),
+            start_cache[key], reused_from = _start_evaluation(
+                work_dir, start_key, start_path, settings, parsed
             )
             if reused_from:
                 print(
