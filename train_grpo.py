@@ -58,10 +58,11 @@ import functools  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import warnings  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
-from transformers import ProgressCallback  # noqa: E402
+from transformers import ProgressCallback, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser  # noqa: E402
 
 from fleet_rl.env.server_pool import AllServersDown, ServerPool  # noqa: E402
@@ -154,7 +155,9 @@ def episode_environment(script_args: FleetScriptArguments, processing_class, poo
     return {"environment_factory": factory}
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = ()) -> dict:
+    """Train (see the module docstring); ``callbacks`` join the trainer's own (a caller's bookkeeping, such as
+    the learning benchmark's timings kept in each checkpoint). Returns a summary of the run."""
     script_args, training_args, model_args = parse_args(argv)
     keep_wandb_files_under_outputs(training_args)
     use_offline_wandb_without_a_key(training_args)
@@ -201,6 +204,8 @@ def main(argv: list[str] | None = None) -> dict:
         trainer.add_callback(ScriptArgumentsToWandb(script_args))
     if script_args.no_signal_steps:  # "no signal: every answer scored alike" after that many flat steps
         trainer.add_callback(NoSignalWarning(script_args.no_signal_steps))
+    for callback in callbacks:
+        trainer.add_callback(callback)
     if not training_args.disable_tqdm:
         from trl.trainer.callbacks import RichProgressCallback
 

@@ -117,6 +117,15 @@ def render(result: dict) -> str:
         f"evaluation {_seconds_sum(wall, 'eval_start', 'eval_after')}, total {_seeds_total(wall)}; "
         f"{result['cpu']['model']}, {result['cpu']['cores']} cores."
     )
+    resumed = [
+        f"seed {seed} from {checkpoint}"
+        for seed, checkpoint in zip(result["seeds"], result.get("resumed_from") or [], strict=False)
+        if checkpoint
+    ]
+    if resumed:
+        lines.append(
+            f"Interrupted and resumed: {', '.join(resumed)}; GRPO time counts the steps kept, not those lost."
+        )
     if not result["fair_start"]:
         lines.append(
             "**Not a learning claim:** the start imitated the exact optimum (`sft_target: optimal`), so what "

@@ -35,6 +35,7 @@ __all__ = ["SEED_RESULT", "default_work_dir", "evaluate_shared_start", "run"]
 REPO = Path(__file__).resolve().parents[1]
 OUTPUTS = "outputs"  # what runs write; openenv validate's digest skips it
 SEED_RESULT = "learning_seed.json"
+SEED_SETTINGS = "learning_seed_settings.json"  # what a seed's training began with; a resume must match it
 
 
 def _versions() -> dict[str, str | None]:
@@ -100,6 +101,17 @@ def _start_description(script_args, model_args) -> str:
             f"({model_args.model_name_or_path}){base}"
         )
     return f"base model, zero-shot{base}"
+
+
+def _interrupted_run(output_dir: Path, seed_settings: dict) -> str | None:
+    """The last checkpoint of a seed's unfinished run with today's settings and scenarios, else None."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    marker = output_dir / SEED_SETTINGS
+    if not marker.exists() or json.loads(marker.read_text()) != json.loads(json.dumps(seed_settings)):
+        return None
+    checkpoint = get_last_checkpoint(str(output_dir))
+    return Path(checkpoint).name if checkpoint else None
 
 
 def default_work_dir(config: str) -> Path:
@@ -183,8 +195,20 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
                 f"{scenario_fingerprint} (prompts, optima or rewards changed); training it afresh",
                 file=sys.stderr,
             )
-        shutil.rmtree(output_dir, ignore_errors=True)
-        print(f"learning benchmark: seed {seed}: training in {output_dir}", file=sys.stderr, flush=True)
+        seed_settings = {"fingerprint": fingerprint, "scenario_fingerprint": scenario_fingerprint}
+        checkpoint = _interrupted_run(output_dir, seed_settings) if args.reuse else None
+        if checkpoint:  # train_seed resumes from it
+            print(
+                f"learning benchmark: seed {seed}: resuming the interrupted run in {output_dir} "
+                f"from {checkpoint}",
+                file=sys.stderr,
+                flush=True,
+            )
+        else:
+            shutil.rmtree(output_dir, ignore_errors=True)
+            output_dir.mkdir(parents=True)
+            (output_dir / SEED_SETTINGS).write_text(json.dumps(seed_settings, indent=1))
+            print(f"learning benchmark: seed {seed}: training in {output_dir}", file=sys.stderr, flush=True)
         argv, trained = train_seed(seed, args.config, train_flags, output_dir)
         parsed = train_grpo.parse_args(argv)
         start_path = start_model_path(output_dir, parsed[0], parsed[2])
@@ -280,6 +304,8 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "warm_start": [seed["warm_start"] for seed in seeds],
         # per seed: the stored start evaluation used instead of evaluating it again, or None
         "start_evaluation_reused_from": [seed.get("start_evaluation_reused_from") for seed in seeds],
+        # per seed: the checkpoint an interrupted training run resumed from, or None
+        "resumed_from": [seed.get("resumed_from") for seed in seeds],
         "memory_gb_after_seed": [seed.get("memory_gb_after_seed") for seed in seeds],
         "wall_s": {"total": time.perf_counter() - started, **wall, "per_seed": [s["wall_s"] for s in seeds]},
         "command": shlex.join(command),

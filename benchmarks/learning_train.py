@@ -1,5 +1,9 @@
 """Learning benchmark, training: one seed through ``train_grpo.main``, with its reward curve and its GRPO
-wall time split into generation, reward and the rest (from the timings TRL's profiling takes)."""
+wall time split into generation, reward and the rest (from the timings TRL's profiling takes).
+
+A seed whose run was interrupted resumes from its last checkpoint: each checkpoint carries the GRPO time and
+the profiled totals up to it (``learning_timings.json``), so a resumed seed's times count the steps it kept
+and not the work lost after its last checkpoint."""
 
 from __future__ import annotations
 
@@ -9,17 +13,32 @@ import json
 import time
 from pathlib import Path
 
-__all__ = ["reward_curve", "split_grpo_time", "start_model_path", "train_seed", "trl_profiling_totals"]
+from transformers import TrainerCallback
+from transformers.trainer_utils import get_last_checkpoint
+
+__all__ = [
+    "TIMINGS_FILE",
+    "TimingsIntoCheckpoints",
+    "checkpoint_timings",
+    "reward_curve",
+    "split_grpo_time",
+    "start_model_path",
+    "train_seed",
+    "trl_profiling_totals",
+]
+
+TIMINGS_FILE = "learning_timings.json"  # in each checkpoint: {"grpo_s": ..., "profiled_s": {...}} so far
 
 
 @contextlib.contextmanager
-def trl_profiling_totals():
-    """Sum the durations TRL's ``profiling_context`` measures (by name), while the block runs.
+def trl_profiling_totals(earlier: dict[str, float] | None = None):
+    """Sum the durations TRL's ``profiling_context`` measures (by name), while the block runs, on top of
+    ``earlier`` totals (those of a resumed run's checkpoint).
 
     GRPOTrainer times ``transformers.generate`` (or ``vLLM.generate``), ``_calculate_rewards``,
     ``compute_loss``... with ``trl.extras.profiling.ProfilingContext`` but only reports them to wandb,
     MLflow or Trackio; this records them too, without touching the trainer."""
-    totals: dict[str, float] = collections.defaultdict(float)
+    totals: dict[str, float] = collections.defaultdict(float, earlier or {})
     try:
         from trl.extras.profiling import ProfilingContext
     except ImportError:  # an older TRL without it: no split
@@ -36,6 +55,33 @@ def trl_profiling_totals():
         yield totals
     finally:
         ProfilingContext._log_metrics = original
+
+
+class TimingsIntoCheckpoints(TrainerCallback):
+    """Write the GRPO time so far and the profiled totals into each checkpoint as it is saved."""
+
+    def __init__(self, profiled: dict[str, float], earlier_grpo_s: float = 0.0):
+        self.profiled = profiled  # the live totals of ``trl_profiling_totals``
+        self.earlier_grpo_s = earlier_grpo_s
+        self.began = time.perf_counter()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.began = time.perf_counter()
+
+    def on_save(self, args, state, control, **kwargs):
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if checkpoint.is_dir() and state.is_world_process_zero:
+            grpo_s = self.earlier_grpo_s + time.perf_counter() - self.began
+            timings = {"grpo_s": grpo_s, "profiled_s": dict(self.profiled)}
+            (checkpoint / TIMINGS_FILE).write_text(json.dumps(timings))
+
+
+def checkpoint_timings(checkpoint: str | None) -> dict:
+    """The timings a checkpoint carries (none for a fresh run, or a checkpoint from before they were kept)."""
+    path = Path(checkpoint, TIMINGS_FILE) if checkpoint else None
+    if path is None or not path.exists():
+        return {"grpo_s": 0.0, "profiled_s": {}}
+    return json.loads(path.read_text())
 
 
 def split_grpo_time(grpo_s: float, profiled: dict[str, float]) -> dict[str, float | None]:
@@ -78,23 +124,29 @@ def _final_trainer_state(output_dir: Path, global_step: int) -> dict:
 
 
 def train_seed(seed: int, config: str, train_flags: list[str], output_dir: Path) -> tuple[list[str], dict]:
-    """Run train_grpo.main for one seed; return its argv and the training side of the seed's result."""
+    """Run train_grpo.main for one seed, resuming from the last checkpoint in ``output_dir`` if there is one
+    (the caller clears the directory when the seed should start afresh); return its argv and the training
+    side of the seed's result."""
     import train_grpo
 
     argv = [
         "--config", config, *train_flags, "--seed", str(seed), "--output_dir", str(output_dir),
         "--eval_scenarios", "0", "--report_to", "none",
     ]  # fmt: skip
+    checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    if checkpoint:
+        argv += ["--resume_from_checkpoint", checkpoint]
     parsed = train_grpo.parse_args(argv)
     script_args, training_args, _ = parsed
-    # Save at the last step (unless told otherwise): its trainer_state.json holds the whole reward curve.
-    if not any(flag.split("=")[0] == "--save_steps" for flag in train_flags):
-        argv += ["--save_steps", str(training_args.max_steps)]
+    # The preset's save_steps bound what an interruption loses; the trainer also saves at the last step,
+    # whose trainer_state.json holds the whole reward curve.
+    earlier = checkpoint_timings(checkpoint)
     started = time.perf_counter()
-    with trl_profiling_totals() as profiled:
-        summary = train_grpo.main(argv)
+    with trl_profiling_totals(earlier["profiled_s"]) as profiled:
+        summary = train_grpo.main(argv, callbacks=[TimingsIntoCheckpoints(profiled, earlier["grpo_s"])])
     train_s = time.perf_counter() - started
-    grpo_s = float(summary["train_runtime_s"] or 0.0)
+    segment_s = float(summary["train_runtime_s"] or 0.0)  # this process's share, after any resume
+    grpo_s = earlier["grpo_s"] + segment_s
     warm = {}
     marker = output_dir / "warm-start" / "warm_start.json"
     if script_args.sft_steps > 0 and marker.exists():
@@ -103,6 +155,7 @@ def train_seed(seed: int, config: str, train_flags: list[str], output_dir: Path)
     warm_s = float(warm.get("wall_s") or 0.0)
     return argv, {
         "global_step": summary["global_step"],
+        "resumed_from": Path(checkpoint).name if checkpoint else None,
         "warm_start": warm or None,
         "reward_curve": reward_curve(state.get("log_history", [])),
         "profiled_s": dict(profiled),
@@ -110,7 +163,8 @@ def train_seed(seed: int, config: str, train_flags: list[str], output_dir: Path)
             "warm_start": warm_s,
             "grpo": grpo_s,
             **split_grpo_time(grpo_s, profiled),
-            "setup": train_s - grpo_s - warm_s,  # model building and loading, dataset, final save
+            # model building and loading, dataset, final save (a resumed run's warm start is reused)
+            "setup": train_s - segment_s - (0.0 if checkpoint else warm_s),
         },
     }
 

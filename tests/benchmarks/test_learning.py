@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from benchmarks.learning import (
     split_grpo_time,
     today_scenario_fingerprint,
 )
+from benchmarks.learning_train import TIMINGS_FILE
 from fleet_rl.baselines import optimal
 
 REPO = Path(__file__).resolve().parents[2]
@@ -307,7 +309,7 @@ def test_reuse_retrains_a_seed_evaluated_on_other_scenarios(tmp_path, monkeypatc
 
     def fake_train_seed(seed, config, flags, output_dir):
         trained.append(seed)
-        output_dir.mkdir(parents=True)
+        output_dir.mkdir(parents=True, exist_ok=True)
         argv = ["--config", config, *flags, "--seed", str(seed), "--output_dir", str(output_dir),
                 "--eval_scenarios", "0", "--report_to", "none"]  # fmt: skip
         wall = {"warm_start": 5.0, "grpo": 10.0, "generation": 6.0, "reward": 1.0, "backward": 3.0}
@@ -433,7 +435,7 @@ def test_tiny_preset_end_to_end(tmp_path):
         "--model_name_or_path", str(tmp_path / "tiny"), "--sft_steps", "4", "--sft_num_examples", "32",
         "--sft_target", "even_split", "--num_prompts", "16", "--max_steps", "2",
         "--per_device_train_batch_size", "4", "--max_completion_length", "32",
-        "--disable_tqdm", "true", "--log_completions", "false",
+        "--disable_tqdm", "true", "--log_completions", "false", "--save_steps", "1",
     ]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1100)
@@ -479,6 +481,24 @@ def test_tiny_preset_end_to_end(tmp_path):
     assert reused["delta_percent_points"] == result["delta_percent_points"]
     assert reused["per_scenario"] == result["per_scenario"]
     assert "reusing seed 0" in again.stderr and "training in" not in again.stderr
+
+    # seed 1 as if killed after its first step: --reuse resumes it from checkpoint-1
+    seed1 = tmp_path / "work" / "seed-1"
+    kept_s = json.loads((seed1 / "checkpoint-1" / TIMINGS_FILE).read_text())["grpo_s"]
+    shutil.rmtree(seed1 / "checkpoint-2")
+    for name in ("learning_seed.json", "adapter_config.json", "adapter_model.safetensors"):
+        (seed1 / name).unlink()
+    resumed = subprocess.run(
+        [*command, "--reuse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert "reusing seed 0" in resumed.stderr and "seed 1: resuming the interrupted run" in resumed.stderr
+    result = json.loads(output.read_text())
+    assert result["resumed_from"] == [None, "checkpoint-1"] and result["grpo_steps"] == 2
+    assert result["reward_curve"]["1"]["step"] == [1, 2]  # the kept step's log and the resumed one's
+    wall = result["wall_s"]["per_seed"][1]
+    assert wall["grpo"] > kept_s > 0
+    assert wall["generation"] + wall["reward"] + wall["backward"] == pytest.approx(wall["grpo"])
 
 
 def test_a_start_from_an_earlier_warm_start_is_named(tmp_path):

@@ -80,7 +80,7 @@ def _fake_train_seed(model: Path):
     """A stand-in for ``learning_run.train_seed``: an adapter on ``model``, no training."""
 
     def train_seed(seed, config, flags, output_dir):
-        output_dir.mkdir(parents=True)
+        output_dir.mkdir(parents=True, exist_ok=True)
         (output_dir / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(model)}))
         argv = ["--config", config, *flags, "--seed", str(seed), "--output_dir", str(output_dir),
                 "--eval_scenarios", "0", "--report_to", "none"]  # fmt: skip

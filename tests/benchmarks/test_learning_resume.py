@@ -1,0 +1,102 @@
+"""benchmarks/learning.py --reuse: a seed whose training was interrupted resumes from its last checkpoint
+(same settings and scenarios only), and its GRPO time counts the steps it kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks import learning_run
+from benchmarks.learning import parse
+from benchmarks.learning_train import (
+    TIMINGS_FILE,
+    TimingsIntoCheckpoints,
+    checkpoint_timings,
+    trl_profiling_totals,
+)
+from tests.benchmarks.test_learning_start_cache import _evaluation, _fake_train_seed, _model
+
+
+def _args(tmp_path: Path, model: Path, *flags: str, reuse: bool = True):
+    return parse(
+        ["--config", "configs/tiny_cpu.yaml", "--seeds", "0", "--eval_scenarios", "3",
+         "--output", str(tmp_path / "out.json"), "--work_dir", str(tmp_path / "work"),
+         "--sft_steps", "0", "--model_name_or_path", str(model), "--max_steps", "3",
+         *(["--reuse"] if reuse else []), *flags]
+    )  # fmt: skip
+
+
+def _interrupted_after_one_step(seed, config, flags, output_dir):
+    """A training run killed after its first checkpoint (as a session's end or a crash would)."""
+    (output_dir / "checkpoint-1").mkdir(parents=True)
+    (output_dir / "checkpoint-1" / "trainer_state.json").write_text('{"global_step": 1}')
+    raise KeyboardInterrupt
+
+
+def _run_interrupted(tmp_path: Path, model: Path, monkeypatch) -> None:
+    monkeypatch.setattr(learning_run, "train_seed", _interrupted_after_one_step)
+    args, train_flags = _args(tmp_path, model)
+    with pytest.raises(KeyboardInterrupt):
+        learning_run.run(args, train_flags, ["python", "benchmarks/learning.py"])
+
+
+def _run_recording_checkpoints(tmp_path: Path, model: Path, monkeypatch, *flags: str, reuse: bool = True):
+    """Run again; return (the checkpoints the seed's training found in place, the result)."""
+    found = []
+    finish = _fake_train_seed(model)
+
+    def train_seed(seed, config, train_flags, output_dir):
+        found.extend(sorted(path.name for path in output_dir.glob("checkpoint-*")))
+        argv, trained = finish(seed, config, train_flags, output_dir)
+        return argv, trained | {"resumed_from": found[-1] if found else None}
+
+    monkeypatch.setattr(learning_run, "train_seed", train_seed)
+    monkeypatch.setattr(learning_run, "evaluate", lambda *arguments: _evaluation(10.0))
+    args, train_flags = _args(tmp_path, model, *flags, reuse=reuse)
+    return found, learning_run.run(args, train_flags, ["python", "benchmarks/learning.py"])
+
+
+def test_an_interrupted_seed_resumes_from_its_checkpoint(tmp_path, monkeypatch, capsys):
+    model = _model(tmp_path / "base")
+    _run_interrupted(tmp_path, model, monkeypatch)
+    found, result = _run_recording_checkpoints(tmp_path, model, monkeypatch)
+    assert found == ["checkpoint-1"]  # kept for the trainer to resume from
+    assert "seed 0: resuming the interrupted run" in capsys.readouterr().err
+    assert result["resumed_from"] == ["checkpoint-1"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "reuse"),
+    [(("--learning_rate", "1e-3"), True), ((), False)],
+    ids=["other training flags", "without --reuse"],
+)
+def test_an_interrupted_seed_starts_afresh_under_other_settings_or_without_reuse(
+    tmp_path, monkeypatch, capsys, flags, reuse
+):
+    model = _model(tmp_path / "base")
+    _run_interrupted(tmp_path, model, monkeypatch)
+    found, result = _run_recording_checkpoints(tmp_path, model, monkeypatch, *flags, reuse=reuse)
+    assert found == [] and result["resumed_from"] == [None]
+    assert "seed 0: training in" in capsys.readouterr().err
+
+
+def test_checkpoints_carry_the_grpo_time_and_profiled_totals_so_far(tmp_path):
+    checkpoint = tmp_path / "checkpoint-2"
+    checkpoint.mkdir()
+    with trl_profiling_totals({"GRPOTrainer.transformers.generate": 4.0}) as profiled:
+        callback = TimingsIntoCheckpoints(profiled, earlier_grpo_s=10.0)
+        callback.on_train_begin(None, None, None)
+        profiled["GRPOTrainer.transformers.generate"] += 1.5  # what this process's steps add
+        args, state = SimpleNamespace(output_dir=str(tmp_path)), SimpleNamespace(global_step=2)
+        state.is_world_process_zero = True
+        callback.on_save(args, state, None)
+    saved = json.loads((checkpoint / TIMINGS_FILE).read_text())
+    assert saved["profiled_s"] == {"GRPOTrainer.transformers.generate": 5.5}
+    assert 10.0 <= saved["grpo_s"] < 70.0
+    assert checkpoint_timings(str(checkpoint)) == saved
+    assert checkpoint_timings(None) == {"grpo_s": 0.0, "profiled_s": {}}  # a fresh run
+    (checkpoint / TIMINGS_FILE).unlink()
+    assert checkpoint_timings(str(checkpoint)) == {"grpo_s": 0.0, "profiled_s": {}}  # saved before timings
