@@ -79,6 +79,7 @@ from fleet_rl.training.callbacks import ScriptArgumentsToWandb, ServerPoolMetric
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
+from fleet_rl.training.finished_run import finished_checkpoint, restore_finished  # noqa: E402
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
@@ -213,15 +214,23 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         trainer.add_callback(RichProgressCallback())
 
     # 4. Train (resuming restores optimizer, scheduler, RNG state and the global step), then save the adapter.
-    try:
-        result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    except AllServersDown as error:  # one line; the checkpoints so far stay, resume once a server is back
-        raise SystemExit(f"error: {error}") from None
+    # A checkpoint that already reached max_steps is restored as it is: the Trainer would run one more step.
+    finished = finished_checkpoint(training_args)
+    if finished:
+        print(f"train_grpo.py: {finished} already reached max_steps; nothing left to train", file=sys.stderr)
+        restore_finished(trainer, finished)
+        train_runtime_s = 0.0
+    else:
+        try:
+            result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        except AllServersDown as error:  # one line; the checkpoints so far stay, resume once a server is back
+            raise SystemExit(f"error: {error}") from None
+        train_runtime_s = result.metrics.get("train_runtime")
     trainer.save_model(training_args.output_dir)
     summary = {
         "global_step": trainer.state.global_step,
         "output_dir": training_args.output_dir,
-        "train_runtime_s": result.metrics.get("train_runtime"),
+        "train_runtime_s": train_runtime_s,
     }
 
     # 5. Held-out evaluation with the same reward path, written next to the checkpoints.

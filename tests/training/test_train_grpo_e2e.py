@@ -3,7 +3,8 @@
 A short version of ``python train_grpo.py --config configs/tiny_cpu.yaml``: tiny Llama built locally, SFT warm
 start, GRPO on 4-bit NF4 + LoRA (real bitsandbytes on CPU), reward components in ``trainer_state.json``, an
 offline wandb run, held-out evaluation; then ``--resume_from_checkpoint checkpoint-4 --max_steps 6`` ends at
-global step 6. Runs as subprocesses, as a user would.
+global step 6, and resuming the finished checkpoint-4 with ``--max_steps 4`` trains no fifth step. Runs as
+subprocesses, as a user would.
 """
 
 from __future__ import annotations
@@ -95,6 +96,17 @@ def test_resume_continues_at_the_saved_step(first_run):
     steps = [entry["step"] for entry in state["log_history"] if "loss" in entry]
     assert steps == [1, 2, 3, 4, 5, 6]  # steps 1-4 restored from the checkpoint, 5-6 trained now
     assert "reusing the SFT warm start" in result.stderr
+
+
+def test_resuming_a_finished_run_trains_no_further_step(first_run):
+    from safetensors.torch import load_file
+
+    run = first_run / "run"  # checkpoint-4 holds global step 4: with --max_steps 4 the run is done
+    result = run_train(first_run, "--max_steps", "4", "--resume_from_checkpoint", str(run / "checkpoint-4"))
+    assert "checkpoint-4 already reached max_steps; nothing left to train" in result.stderr
+    assert not (run / "checkpoint-5").exists()  # the Trainer alone would have trained a fifth step
+    saved, at_4 = (load_file(path / "adapter_model.safetensors") for path in (run, run / "checkpoint-4"))
+    assert saved.keys() == at_4.keys() and all(saved[key].equal(at_4[key]) for key in saved)
 
 
 def test_eval_script_loads_the_trained_adapter_in_4bit(first_run, capsys):
