@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         dataset_seed=script_args.dataset_seed,
         task_weights=script_args.task_weights,
         curriculum=script_args.curriculum,
+        floors_off_prompts=script_args.floors_off_prompts,
         prompt_style=script_args.prompt_style,
     )
 

@@ -48,6 +48,13 @@ class FleetScriptArguments:
         default=False,
         metadata={"help": "Order prompts from the first task to the last (easy → hard); disables shuffling."},
     )
+    floors_off_prompts: int = field(
+        default=0,
+        metadata={
+            "help": "Curriculum: the first N training prompts without throughput floors (min_tokens_per_s), "
+            "the rest as their tier draws them; disables shuffling so that those come first."
+        },
+    )
     num_prompts: int = field(default=2000, metadata={"help": "Number of training prompts (scenarios)."})
     dataset_seed: int = field(
         default=0, metadata={"help": "Seed of the scenario stream (independent of the training `seed`)."}

@@ -115,7 +115,10 @@ def check_options(
     ):
         raise ValueError("the SFT warm start is for the transformers backend; set sft_steps 0 with unsloth")
     check_episode_mode(script_args, training_args)
-    if script_args.curriculum and getattr(training_args, "shuffle_dataset", False):
+    if script_args.floors_off_prompts < 0:
+        raise ValueError(f"floors_off_prompts must be >= 0, got {script_args.floors_off_prompts}")
+    curriculum = script_args.curriculum or script_args.floors_off_prompts > 0
+    if curriculum and getattr(training_args, "shuffle_dataset", False):
         training_args.shuffle_dataset = False  # a curriculum is an order: keep it
     return reward_funcs
 

@@ -12,8 +12,11 @@ functions read:
 Row k's task is drawn from ``Random("fleet_rl/dataset/<dataset_seed>")`` with ``task_weights``; its generator
 seed is ``dataset_seed · 1_000_000 + (its index within that task)``, so two runs with the same arguments
 build the same rows, and different ``dataset_seed`` values draw disjoint items. With ``curriculum`` the rows
-are ordered task by task in the order given (easy before hard). Training uses ``split="train"``, which never
-contains the held-out GPUs and model; evaluation uses ``split="eval"`` (``fleet_rl.scenario_generator``).
+are ordered task by task in the order given (easy before hard). With ``floors_off_prompts`` N the first N
+rows are the same scenarios without their throughput floors (``min_tokens_per_s``), a curriculum in which
+a plan first has to fit and run and only later to run fast enough. Training uses ``split="train"``, which
+never contains the held-out GPUs and model; evaluation uses ``split="eval"``
+(``fleet_rl.scenario_generator``).
 
 ``sft_dataset(..., target=...)`` pairs the same prompts with a target answer (a plan as a ```json fence) in
 TRL's conversational prompt-completion format, so ``SFTTrainer`` trains on the answers only. The target
@@ -44,6 +47,7 @@ import json
 import random
 from collections.abc import Callable, Sequence
 
+import msgspec
 from datasets import Dataset
 
 from fleet_rl.baselines import even_bf16, optimal, random_feasible, random_plan, random_split
@@ -61,6 +65,7 @@ __all__ = [
     "scenario_rows",
     "sft_dataset",
     "sft_target_plan",
+    "without_floors",
 ]
 
 SEED_STRIDE = 1_000_000  # generator seeds per dataset_seed: disjoint streams for num_prompts < 1e6
@@ -104,6 +109,12 @@ def _task_sequence(
     return sequence
 
 
+def without_floors(scenario: Scenario) -> Scenario:
+    """``scenario`` with no job's throughput floor (``min_tokens_per_s``); all else as it was."""
+    jobs = tuple(msgspec.structs.replace(job, min_tokens_per_s=None) for job in scenario.jobs)
+    return msgspec.structs.replace(scenario, jobs=jobs)
+
+
 def scenario_rows(
     tasks: Sequence[str],
     num_prompts: int,
@@ -112,17 +123,22 @@ def scenario_rows(
     split: str = "train",
     task_weights: Sequence[float] | None = None,
     curriculum: bool = False,
+    floors_off_prompts: int = 0,
     prompt_style: str = "full",
 ) -> list[dict]:
     """The rows of ``grpo_dataset`` as plain dicts (see the module docstring)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
+    if floors_off_prompts < 0:
+        raise ValueError(f"floors_off_prompts must be >= 0, got {floors_off_prompts}")
     counters = dict.fromkeys(TASKS, 0)
     rows = []
-    for task in _task_sequence(tasks, num_prompts, dataset_seed, task_weights, curriculum):
+    for index, task in enumerate(_task_sequence(tasks, num_prompts, dataset_seed, task_weights, curriculum)):
         seed = dataset_seed * SEED_STRIDE + counters[task]
         counters[task] += 1
         scenario = make_scenario(task, seed, split)
+        if index < floors_off_prompts:
+            scenario = without_floors(scenario)
         agent, given = agent_request(scenario, seed) if task == "multiagent" else ("", None)
         rows.append(
             {
