@@ -29,10 +29,9 @@ def finished_checkpoint(training_args) -> str | None:
         checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
     else:
         checkpoint = str(resume)
-    state_path = Path(checkpoint or "", TRAINER_STATE)
-    if checkpoint is None or not state_path.is_file():
+    if checkpoint is None or not Path(checkpoint, TRAINER_STATE).is_file():
         return None  # the Trainer reports a missing or broken checkpoint in its own words
-    state = json.loads(state_path.read_text())
+    state = json.loads(Path(checkpoint, TRAINER_STATE).read_text())
     max_steps = training_args.max_steps if training_args.max_steps > 0 else state.get("max_steps", 0)
     return checkpoint if max_steps > 0 and state.get("global_step", 0) >= max_steps else None
 
