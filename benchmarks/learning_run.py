@@ -11,7 +11,6 @@ import os
 import platform
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from benchmarks.learning_render import plural
 from benchmarks.learning_start_cache import START_EVALUATIONS, cached_evaluation, start_evaluation_key
 from benchmarks.learning_statistics import BOOTSTRAP_SEED, METRICS, paired_difference
 from benchmarks.learning_train import start_model_path, train_seed
+from benchmarks.machine import git_state
 
 __all__ = ["SEED_RESULT", "default_work_dir", "evaluate_shared_start", "run"]
 
@@ -48,18 +48,6 @@ def _versions() -> dict[str, str | None]:
         except PackageNotFoundError:
             found[name] = None
     return found
-
-
-def _git() -> dict:
-    def git(*arguments: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
 
 
 def _cpu() -> dict:
@@ -159,7 +147,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     import train_grpo
 
     started = time.perf_counter()
-    git = _git()  # the code that runs, before anything else can commit
+    git = git_state()  # the code that runs, before anything else can commit
     work_dir = _work_dir(args)
     parsed0 = train_grpo.parse_args(["--config", args.config, *train_flags, "--report_to", "none"])
     script_args, training_args, model_args = parsed0

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import platform
+import subprocess
+from pathlib import Path
 
-__all__ = ["cpu_model"]
+__all__ = ["cpu_model", "git_state"]
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def cpu_model() -> str:
@@ -17,3 +21,18 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def git_state() -> dict:
+    """The commit the benchmark's code is at and whether tracked files differ from it (``dirty``); None
+    for what git cannot tell (no git, not a checkout)."""
+
+    def git(*arguments: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}

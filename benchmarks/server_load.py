@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.machine import cpu_model  # noqa: E402
+from benchmarks.machine import cpu_model, git_state  # noqa: E402
 from benchmarks.process_memory import child_pid_with  # noqa: E402
 from benchmarks.server_soak import run_soak  # noqa: E402
 from fleet_rl.baselines import heuristic  # noqa: E402
@@ -112,6 +112,7 @@ def _machine() -> dict:
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "note": "client and server on the same machine",
+        "git": git_state(),
     }
 
 

@@ -59,8 +59,10 @@ __all__ = [
     "INFEASIBLE_BASE",
     "MALFORMED_REWARD",
     "OVER_ALLOCATED_BAND",
+    "completion_columns",
     "fleet_reward",
     "log_kernel_rates",
+    "rewards_from_scores",
 ]
 
 MALFORMED_REWARD = {BAD_JSON: 0.002, SCHEMA: 0.005}  # every other parse error: 0.0
@@ -74,6 +76,17 @@ _error = operator.attrgetter("error")
 def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     """Composite reward in [0, 1] for each completion (see the module docstring)."""
     scores = score_completions(completions, scenario, **kwargs)
+    log_kernel_rates(scores, kwargs.get("log_metric"))
+    log_extra = kwargs.get("log_extra")
+    if callable(log_extra):  # extra columns of TRL's completions table (log_completions)
+        for name, values in completion_columns(scores).items():
+            log_extra(name, values)
+    return rewards_from_scores(scores).tolist()
+
+
+def rewards_from_scores(scores: GroupScores) -> np.ndarray:
+    """The levels of the module docstring's table, from one scoring pass: what ``fleet_reward`` returns (the
+    environment's step reads the kernel's per-job results from the same pass)."""
     errors = list(map(_error, scores.parsed))
     malformed = np.fromiter(map(MALFORMED_REWARD.get, errors, repeat(0.0)), dtype=float, count=len(errors))
     infeasible = INFEASIBLE_BASE + PROGRESS_CREDIT * scores.progress
@@ -84,13 +97,17 @@ def fleet_reward(completions, scenario, **kwargs) -> list[float]:
     rewards = np.where(scores.valid, rewards, inconsistent)
     rewards = np.where(scores.has_plan, rewards, malformed)
     rewards[scores.ird] = IRD_REWARD
-    log_kernel_rates(scores, kwargs.get("log_metric"))
-    log_extra = kwargs.get("log_extra")
-    if callable(log_extra):  # extra columns of TRL's completions table (log_completions)
-        log_extra("parse_error", [error or "" for error in errors])
-        log_extra("ird", [IRD_RULES[rule] if rule >= 0 else "" for rule in scores.ird_rule.tolist()])
-        log_extra("percent_of_optimum", (100.0 * scores.score).round(1).tolist())
-    return rewards.tolist()
+    return rewards
+
+
+def completion_columns(scores: GroupScores) -> dict[str, list]:
+    """Per completion: its parse error, the IRD rule that fired and its % of optimum ("" for none), the
+    columns ``fleet_reward`` adds to TRL's completions table through ``log_extra``."""
+    return {
+        "parse_error": [result.error or "" for result in scores.parsed],
+        "ird": [IRD_RULES[rule] if rule >= 0 else "" for rule in scores.ird_rule.tolist()],
+        "percent_of_optimum": (100.0 * scores.score).round(1).tolist(),
+    }
 
 
 def log_kernel_rates(scores: GroupScores, log_metric) -> None:

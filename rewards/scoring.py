@@ -81,6 +81,10 @@ class GroupScores:
     status_counts: np.ndarray  # (len(STATUSES),) job statuses over all scored rows
     # (N, len(CRASHES)) bool: some job of the author's, placed on GPUs, crashes with that status
     crashes: np.ndarray
+    # the kernel's arrays for the completions that parsed to a plan, in completion order (merged with the
+    # given parts for an agent); None when none did. ``evaluations_from`` (fleet_rl/kernel/batch_scoring.py)
+    # turns them into per-job results without simulating again (the environment's step does).
+    scored: ScoredBatch | None = None
 
     @property
     def ird(self) -> np.ndarray:
@@ -147,6 +151,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
     valid, feasible = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
     runs_share, progress, score, objective = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
     cluster_fit = zeros.copy()
+    scored = None
     status_counts = np.zeros(len(STATUSES))
     crashes = np.zeros((size, len(CRASHES)), dtype=bool)
     if index:
@@ -190,6 +195,7 @@ def _score(parsed: list[ParseResult], solved: list[SolvedScenario], agents: list
         ird_rule=answer_rules(parsed, plan_rules),
         status_counts=status_counts,
         crashes=crashes,
+        scored=scored,
     )
 
 

@@ -1,10 +1,10 @@
 """The verdict on one completion: its training reward and the kernel's feedback, for an environment step.
 
-``verdict(request, completion)`` scores the completion through ``rewards.fleet_reward`` itself (the
-training reward path: parse, merge a multi-agent answer with the given parts, batched kernel, IRD), reading
-the parse error, IRD rule and % of optimum from the columns it hands TRL's completions table
-(``log_extra``), so nothing about the reward is recomputed here. The kernel's per-job results
-(``fleet_rl.kernel.evaluate`` of the parsed plan, merged with the given parts for an agent) add what a
+``verdict(request, completion)`` scores the completion through the training reward's own path, the two
+halves of ``rewards.fleet_reward``: one scoring pass (``score_completions``: parse, merge a multi-agent
+answer with the given parts, batched kernel, IRD) and its reward (``rewards_from_scores``), with the parse
+error, IRD rule and % of optimum of the columns it hands TRL's completions table (``completion_columns``).
+The kernel's per-job results of that same pass (``evaluations_from``: no second simulation) add what a
 reviser needs: each job's status, memory need against capacity, throughput and the reasons.
 """
 
@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fleet_rl.kernel import evaluate
+from fleet_rl.kernel.batch_scoring import evaluations_from
 from fleet_rl.kernel.solver import SolvedScenario
-from fleet_rl.multiagent import merge_answer
 from fleet_rl.scenario import Scenario
-from rewards import fleet_reward, parse_plan
-from rewards.scoring import given_plan_from
+from rewards.fleet_reward import completion_columns, rewards_from_scores
+from rewards.scoring import score_completions
 
 __all__ = ["EpisodeRequest", "Verdict", "verdict"]
 
@@ -71,23 +70,16 @@ class Verdict:
 
 def verdict(request: EpisodeRequest, completion: str) -> Verdict:
     """Score ``completion`` for ``request`` exactly as training does, with the kernel's feedback."""
-    columns: dict[str, list] = {}
-    reward = fleet_reward(
-        [completion],
-        [request.solved],
-        agent=[request.agent],
-        given_plan=[request.given_plan],
-        log_extra=columns.__setitem__,
-    )[0]
-    parsed = parse_plan(completion)
-    plan = parsed.plan
+    scores = score_completions(
+        [completion], [request.solved], agent=[request.agent], given_plan=[request.given_plan]
+    )
+    reward = rewards_from_scores(scores)[0]
+    columns = completion_columns(scores)
     jobs: list[dict] = []
     reasons: list[str] = []
     valid = None
-    if plan is not None:
-        if request.agent:
-            plan = merge_answer(given_plan_from(request.given_plan), plan)
-        evaluation = evaluate(request.solved, plan)
+    if scores.scored is not None:  # the completion parsed to a plan
+        evaluation = evaluations_from([request.solved], scores.scored)[0]
         valid = evaluation.valid
         reasons = list(evaluation.reasons)
         for job in evaluation.jobs:
@@ -98,7 +90,7 @@ def verdict(request: EpisodeRequest, completion: str) -> Verdict:
         reward=float(reward),
         percent_of_optimum=float(columns["percent_of_optimum"][0]),
         parse_error=columns["parse_error"][0],
-        parse_detail=parsed.detail,
+        parse_detail=scores.parsed[0].detail,
         degenerate=columns["ird"][0],
         valid=valid,
         jobs=jobs,

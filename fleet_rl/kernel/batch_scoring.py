@@ -194,7 +194,9 @@ def _job_reason(solved: SolvedScenario, scored: ScoredBatch, row: int, job_id: s
     return Reason(ReasonCode.UNSTABLE, text)
 
 
-def _evaluations(solved_list: Sequence[SolvedScenario], scored: ScoredBatch) -> list[Evaluation]:
+def evaluations_from(solved_list: Sequence[SolvedScenario], scored: ScoredBatch) -> list[Evaluation]:
+    """The ``Evaluation`` of each plan of ``scored`` (``score_batch(solved_list, plans)``), without
+    simulating again: what ``evaluate_batch`` returns for the same plans."""
     out = []
     row = 0
     results = scored.results
@@ -243,7 +245,7 @@ def evaluate(scenario: Scenario | SolvedScenario, plan: object) -> Evaluation:
     ``solve_scenario`` result (no solve: microseconds). Never raises on a bad plan: it returns
     ``valid=False`` with reason codes."""
     solved = _solved(scenario)
-    return _evaluations([solved], score_batch([solved], [plan]))[0]
+    return evaluations_from([solved], score_batch([solved], [plan]))[0]
 
 
 def evaluate_batch(scenarios_or_one, plans: Sequence[object]) -> list[Evaluation]:
@@ -267,7 +269,7 @@ def evaluate_batch(scenarios_or_one, plans: Sequence[object]) -> list[Evaluation
         if solved is None:
             solved = solved_by_scenario[scenario] = _solved(scenario)
         solved_list.append(solved)
-    return _evaluations(solved_list, score_batch(solved_list, plans))
+    return evaluations_from(solved_list, score_batch(solved_list, plans))
 
 
 def solve(scenario: Scenario | SolvedScenario) -> Evaluation:

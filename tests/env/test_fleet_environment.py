@@ -3,17 +3,22 @@ precise errors for misuse."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import asdict
 
 import pytest
 
 from fleet_rl import Scenario
 from fleet_rl.baselines import even_bf16, heuristic, random_plan, random_split
 from fleet_rl.env import EpisodeError, FleetAction, FleetEnvironment, episode_reward
+from fleet_rl.kernel import evaluate
+from fleet_rl.multiagent import merge_answer
 from fleet_rl.prompts import format_answer
 from fleet_rl.training.dataset import planner_answer, scenario_rows
-from rewards import fleet_reward
+from rewards import fleet_reward, parse_plan
 from rewards.fleet_reward import OVER_ALLOCATED_BAND
+from rewards.scoring import given_plan_from
 from tests.design_example import SCENARIO_JSON
 
 ROWS = scenario_rows(["easy", "medium", "hard", "multiagent"], 12, dataset_seed=3)
@@ -48,6 +53,40 @@ def test_reset_is_the_training_request_and_step_is_the_training_reward(row):
         assert result.reward == pytest.approx(expected, abs=1e-12)
         assert result.plan_reward == result.reward and result.done
         assert env.state.episode_reward == result.reward
+
+
+@pytest.mark.parametrize("row", ROWS[::3], ids=lambda row: f"{row['task']}-{row['seed']}")
+def test_the_feedback_is_the_kernels_own_evaluation_of_the_plan(row):
+    """The step reads each job's results from the reward's scoring pass; they equal what the kernel's
+    ``evaluate`` gives for the same plan (merged with the given parts for an agent), simulated on its own."""
+    env = FleetEnvironment()
+    for completion in _completions(row):
+        env.reset(task=row["task"], seed=row["seed"])
+        result = env.step(FleetAction(plan=completion))
+        plan = parse_plan(completion).plan
+        if plan is None:
+            assert result.jobs == [] and result.reasons == [] and result.valid is None
+            continue
+        if row["agent"]:
+            plan = merge_answer(given_plan_from(row["given_plan"]), plan)
+        expected = evaluate(env.request.solved, plan)
+        assert result.valid == expected.valid
+        assert result.reasons == [str(reason) for reason in expected.reasons]
+        assert [job.model_dump(exclude={"memory_headroom_gb"}) for job in result.jobs] == [
+            asdict(job) for job in expected.jobs
+        ]
+
+
+@pytest.mark.parametrize("row", ROWS[:4], ids=lambda row: f"{row['task']}-{row['seed']}")
+def test_the_servers_step_async_is_step(row):
+    """openenv awaits ``step_async`` (run on the server's event loop); it is ``step``, unchanged."""
+    completion = format_answer(planner_answer(heuristic, row))
+    sync_env, async_env = FleetEnvironment(), FleetEnvironment()
+    for env in (sync_env, async_env):
+        env.reset(task=row["task"], seed=row["seed"], episode_id="same")
+    expected = sync_env.step(FleetAction(plan=completion))
+    observed = asyncio.run(async_env.step_async(FleetAction(plan=completion)))
+    assert observed == expected and async_env.state == sync_env.state
 
 
 def test_feedback_names_each_job_and_why():
