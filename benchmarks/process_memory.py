@@ -1,7 +1,9 @@
-"""A process's resident memory, and finding the child process a benchmark started (Linux ``/proc``).
+"""A process's resident memory and CPU time, and finding the child process a benchmark started (Linux
+``/proc``).
 
     pid = child_pid_with("fleet_rl.server", "--port", "50123")   # the server this process started
     rss_mb(pid)                                                   # its resident set size in MiB
+    cpu_s(pid)                                                    # its CPU time so far (user + system)
 
 Both read ``/proc`` only (no psutil dependency) and return ``None`` where it is missing, so a benchmark
 reports "not measured" rather than failing on another OS.
@@ -12,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["child_pid_with", "rss_mb"]
+__all__ = ["child_pid_with", "cpu_s", "rss_mb"]
 
 _PROC = Path("/proc")
 
@@ -27,6 +29,15 @@ def rss_mb(pid: int) -> float | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def cpu_s(pid: int) -> float | None:
+    """The CPU time (user + system, all threads) process ``pid`` has used so far in seconds, or None."""
+    try:
+        fields = (_PROC / str(pid) / "stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (14, 15)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def child_pid_with(*args: str) -> int | None:

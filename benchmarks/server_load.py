@@ -15,7 +15,12 @@ four). Reported per level:
 - ``steps_per_s``: steps completed per second of wall time, sustained over the run (resets not counted;
   ``episodes_per_s`` equals it, as every episode has one step);
 - ``step_p50_ms``/``step_p99_ms``: latency of one ``step`` round trip, seen by the client;
-- ``reset_p50_ms``: the same for ``reset``.
+- ``reset_p50_ms``: the same for ``reset``;
+- ``server_cpu_ms_per_episode``/``client_cpu_ms_per_episode``: CPU time (user + system) the server process
+  and this process spent per episode (reset and step), from ``/proc`` and ``time.process_time``. At 16
+  sessions on 2 cores the server is busy all the time, so its CPU per episode sets the throughput and,
+  through the wait behind other sessions, the latency; unlike those it moves little when other work
+  shares the machine.
 
 The clients and the server share the machine (the report states its cores and CPU), so on 2 cores the
 figures are a floor for a server with a machine of its own. A warm-up pass first solves the pool's
@@ -43,7 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import cpu_model, git_state  # noqa: E402
-from benchmarks.process_memory import child_pid_with  # noqa: E402
+from benchmarks.process_memory import child_pid_with, cpu_s  # noqa: E402
 from benchmarks.server_soak import run_soak  # noqa: E402
 from fleet_rl.baselines import heuristic  # noqa: E402
 from fleet_rl.client import FleetAction, FleetEnv  # noqa: E402
@@ -106,6 +111,20 @@ async def _level(base_url: str, sessions: int, steps_per_session: int, answers: 
     }
 
 
+def _with_cpu(base_url: str, server_pid: int | None, sessions: int, steps: int, answers: dict) -> dict:
+    """``_level`` plus the CPU time the server process and this (client) process spent per episode."""
+    server_start, client_start = cpu_s(server_pid) if server_pid else None, time.process_time()
+    level = asyncio.run(_level(base_url, sessions, steps, answers))
+    server_end, client_end = cpu_s(server_pid) if server_pid else None, time.process_time()
+    episodes = level["steps"]
+    measured = None not in (server_start, server_end)
+    level["server_cpu_ms_per_episode"] = (
+        round(1000 * (server_end - server_start) / episodes, 3) if measured else None
+    )
+    level["client_cpu_ms_per_episode"] = round(1000 * (client_end - client_start) / episodes, 3)
+    return level
+
+
 def _machine() -> dict:
     return {
         "cpu": cpu_model(),
@@ -121,6 +140,7 @@ def _server_args(ws_compression: bool) -> tuple[str, ...]:
 
 
 def _soak_report(soak_s: float, warmup_s: float, answers: dict, ws_compression: bool) -> dict:
+    machine = _machine()  # the code's commit as the soak starts (the tree may be edited while it runs)
     load_start = [round(load, 2) for load in os.getloadavg()]
     with server_process(extra_args=_server_args(ws_compression)) as base_url:
         port = base_url.rsplit(":", 1)[1]
@@ -128,7 +148,7 @@ def _soak_report(soak_s: float, warmup_s: float, answers: dict, ws_compression: 
         asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # solve the pool once
         sections = run_soak(base_url, POOL, answers, soak_s=soak_s, warmup_s=warmup_s, server_pid=server_pid)
     machine = {
-        **_machine(),
+        **machine,
         "load_average_1_5_15_min_start": load_start,
         "load_average_1_5_15_min_end": [round(load, 2) for load in os.getloadavg()],
     }
@@ -154,10 +174,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     single_steps, multi_steps = (40, 5) if args.quick else (3000, 300)
     with server_process(extra_args=_server_args(args.ws_compression)) as base_url:
+        server_pid = child_pid_with("fleet_rl.server", "--port", base_url.rsplit(":", 1)[1])
         asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # warm-up: solve the pool once
         levels = [
-            asyncio.run(_level(base_url, 1, single_steps, answers)),
-            asyncio.run(_level(base_url, 16, multi_steps, answers)),
+            _with_cpu(base_url, server_pid, 1, single_steps, answers),
+            _with_cpu(base_url, server_pid, 16, multi_steps, answers),
         ]
     report = {
         "benchmark": "server_load",

@@ -19,6 +19,9 @@ def test_quick_run_prints_one_json_object(capsys):
         assert level["steps"] == (40 if level["sessions"] == 1 else 80)
         assert level["steps_per_s"] > 0 and 0 < level["step_p50_ms"] <= level["step_p99_ms"]
         assert level["reset_p50_ms"] > 0
+        # the server process worked for every episode; a reset and a step cost well under a second of CPU
+        assert 0 < level["server_cpu_ms_per_episode"] < 1000 and 0 < level["client_cpu_ms_per_episode"] < 1000
+    assert report["machine"]["git"]["commit"] and isinstance(report["machine"]["git"]["dirty"], bool)
 
 
 def test_a_short_soak_reports_steps_errors_latency_and_memory(capsys):
@@ -26,6 +29,7 @@ def test_a_short_soak_reports_steps_errors_latency_and_memory(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["benchmark"] == "server_soak"
     assert len(report["machine"]["load_average_1_5_15_min_start"]) == 3
+    assert len(report["machine"]["git"]["commit"]) == 40  # the code measured
     soak = report["soak"]
     assert soak["sessions"] == 16 and soak["warmup_s"] == 1 and soak["soak_s"] == 2
     assert soak["steps"] > 0 and soak["steps_per_s"] == round(soak["steps"] / 2, 1)
