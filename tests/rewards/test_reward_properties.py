@@ -99,7 +99,7 @@ plans = st.tuples(
 
 @PROPERTY_SETTINGS
 @given(plans)
-@example(("medium", 102, "random", 1337))  # idling 'instruct-tune' leaves only an unstable int8/int4 job (IRD)
+@example(("medium", 102, "random", 1337))  # idling 'instruct-tune' leaves one unstable int8/int4 job: IRD
 def test_making_a_running_job_unrunnable_never_raises_the_reward(case):
     task, seed, kind, plan_seed = case
     scenario = make_scenario(task, seed)
