@@ -37,7 +37,8 @@ step, from ``trainer_state.json``), wall time (warm start; GRPO split into gener
 of the step — forward, backward and optimizer, plus checkpoint saves — from the timings TRL's
 ``profiling_context`` takes around ``transformers.generate`` and ``_calculate_rewards``; evaluation), the
 exact command, CPU, package versions and git commit. A start that imitated the exact optimum
-(``sft_target: optimal``) is flagged ``fair_start: false``: such a run says nothing about what RL learned.
+(``sft_target: optimal``) or the ``even_bf16`` baseline it is measured against (``even_split``) is flagged
+``fair_start: false`` (``start_target`` names it): such a run says nothing about what RL learned.
 
 ``--reuse`` keeps a seed's finished result from an earlier run of the same command in ``--work_dir``, if it
 was evaluated on today's held-out scenarios (the same ``scenario_fingerprint``; otherwise it says so and

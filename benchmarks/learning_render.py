@@ -23,6 +23,12 @@ def _first_last(values: list, window: int = 10) -> tuple[float, float] | None:
     return float(np.mean(values[:window])), float(np.mean(values[-window:]))
 
 
+# Warm-start targets that hand the model what it is measured against, so a run from them is no learning claim:
+# the exact optimum, or the even_bf16 baseline's template that the trained policy must beat.
+UNFAIR_START_TARGETS = {
+    "optimal": "the exact optimum",
+    "even_split": "the even_bf16 baseline's plans, which the trained policy is measured against",
+}
 SEED_WALL_PARTS = ("setup", "warm_start", "grpo", "eval_start", "eval_after")  # one seed's run, end to end
 
 
@@ -127,9 +133,10 @@ def render(result: dict) -> str:
             f"Interrupted and resumed: {', '.join(resumed)}; GRPO time counts the steps kept, not those lost."
         )
     if not result["fair_start"]:
+        target = result.get("start_target") or "optimal"  # results before start_target was recorded
         lines.append(
-            "**Not a learning claim:** the start imitated the exact optimum (`sft_target: optimal`), so what "
-            "GRPO adds cannot be told from what the warm start copied."
+            f"**Not a learning claim:** the start imitated {UNFAIR_START_TARGETS.get(target, target)} "
+            f"(`sft_target: {target}`), so what GRPO adds cannot be told from what the warm start copied."
         )
     if result.get("scenario_fingerprint"):
         lines.append(

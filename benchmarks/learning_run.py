@@ -24,7 +24,7 @@ from benchmarks.learning_evaluate import (
     evaluate,
     today_scenario_fingerprint,
 )
-from benchmarks.learning_render import plural
+from benchmarks.learning_render import UNFAIR_START_TARGETS, plural
 from benchmarks.learning_start_cache import START_EVALUATIONS, cached_evaluation, start_evaluation_key
 from benchmarks.learning_statistics import BOOTSTRAP_SEED, METRICS, paired_difference
 from benchmarks.learning_train import start_model_path, train_seed
@@ -76,6 +76,13 @@ def _earlier_warm_start(model_args) -> dict:
     """The ``warm_start.json`` of a model directory that an earlier run's SFT warm start wrote, or {}."""
     marker = Path(model_args.model_name_or_path or "") / "warm_start.json"
     return json.loads(marker.read_text()) if marker.is_file() else {}
+
+
+def _start_target(script_args, model_args) -> str | None:
+    """The planner the start imitated: this run's warm start's, an earlier one's, or None (zero-shot)."""
+    if script_args.sft_steps > 0:
+        return script_args.sft_target
+    return _earlier_warm_start(model_args).get("target")
 
 
 def _start_description(script_args, model_args) -> str:
@@ -155,13 +162,13 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     rows = eval_rows(settings)
     scenario_fingerprint = today_scenario_fingerprint(settings, rows)
     baselines, baseline_percents = baseline_summaries(rows)  # no model: cheap, once
-    fair_start = not (script_args.sft_steps > 0 and script_args.sft_target == "optimal")
-    fair_start = fair_start and _earlier_warm_start(model_args).get("target") != "optimal"
+    start_target = _start_target(script_args, model_args)
+    fair_start = start_target not in UNFAIR_START_TARGETS
     if not fair_start:
         print(
-            "learning benchmark: the start imitates the exact optimum (sft_target optimal); this run makes "
-            "no claim about what RL learned (use --sft_target even_split, random, random_split or "
-            "random_feasible)",
+            f"learning benchmark: the start imitates {UNFAIR_START_TARGETS[start_target]} (sft_target "
+            f"{start_target}); this run makes no claim about what RL learned (use --sft_target random, "
+            "random_split or random_feasible, or --sft_steps 0)",
             file=sys.stderr,
         )
     fingerprint = {"config": args.config, "train_flags": train_flags, "settings": settings}
@@ -268,6 +275,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "scenario_fingerprint": scenario_fingerprint,
         "grpo_steps": steps[0] if len(set(steps)) == 1 else steps,
         "fair_start": fair_start,
+        "start_target": start_target,
         "start": _aggregate(starts, _start_description(script_args, model_args)),
         "after": _aggregate(afters, f"the start + {plural(steps[0], 'GRPO step')} (LoRA)"),
         "baselines": baselines,

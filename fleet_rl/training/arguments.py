@@ -140,8 +140,8 @@ class FleetScriptArguments:
         default="optimal",
         metadata={
             "help": f"Plans the warm start imitates, one of {', '.join(SFT_TARGETS)} (optimal: the exact "
-            "optimum, which leaves GRPO nothing to find; a learning claim starts from even_split, random, "
-            "random_split or random_feasible)."
+            "optimum, which leaves GRPO nothing to find; even_split: the even_bf16 baseline's template; a "
+            "learning claim starts from random, random_split, random_feasible or no warm start)."
         },
     )
     eval_scenarios: int = field(

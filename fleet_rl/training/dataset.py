@@ -34,8 +34,8 @@ planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
   well, so GRPO starts from answers whose rewards differ and has the efficiency question to learn;
 - ``optimal``: the exact optimum. Imitating it *is* the answer: a model warm-started on oracle plans and
   then trained with GRPO says nothing about what RL learned, so a learning claim must start from
-  ``even_split``, ``random``, ``random_split``, ``random_feasible`` or no warm start
-  (``benchmarks/learning.py`` flags an oracle start).
+  ``random``, ``random_split``, ``random_feasible`` or no warm start (``benchmarks/learning.py`` flags a
+  start on ``optimal``, and on ``even_split``, the template of the baseline a trained policy must beat).
 
 For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle.
 """

@@ -3,12 +3,12 @@
 A randomly initialised tiny model never writes a parseable plan, so every GRPO reward would be ~0 and the
 group advantages would be all zero: nothing to learn from. A short supervised pass on target answers
 (``fleet_rl.training.dataset.sft_dataset``, loss on the answers only) gives it the format; GRPO then has to
-improve the plans themselves. ``sft_target`` picks the answers: ``even_split`` (the even-split bf16
-baseline), ``random`` (random schema-valid plans), ``random_split`` (every job placed at random) or
-``random_feasible`` (a random placement under which every job runs) teach the format while leaving GRPO
-something to find;
-``optimal`` (the exact optimum) teaches the answer itself, so a run that starts from it makes no claim
-about what RL learned. The instruction-tuned 8B recipes skip the warm start (``sft_steps: 0``).
+improve the plans themselves. ``sft_target`` picks the answers: ``random`` (random schema-valid plans),
+``random_split`` (every job placed at random) or ``random_feasible`` (a random placement under which every
+job runs) teach the format while leaving GRPO something to find; ``even_split`` (the even-split bf16
+baseline) hands it the template of the baseline a trained policy must beat, and ``optimal`` (the exact
+optimum) the answer itself, so a run that starts from either makes no claim about what RL learned. The
+instruction-tuned 8B recipes skip the warm start (``sft_steps: 0``).
 
 The warm start fine-tunes the full-precision base model and saves it, with its tokenizer, to
 ``<output_dir>/warm-start``; GRPO then loads that directory (4-bit + LoRA as configured). A finished warm

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from benchmarks.learning import (
     split_grpo_time,
     today_scenario_fingerprint,
 )
+from benchmarks.learning_render import UNFAIR_START_TARGETS
 from benchmarks.learning_train import TIMINGS_FILE
 from fleet_rl.baselines import optimal
 
@@ -207,6 +209,8 @@ def test_render_gives_the_table_with_the_paired_interval():
     assert "Scenario fingerprint `0123456789abcdef`" in text
     assert "Not a learning claim" not in text
     assert "Not a learning claim" in render(_result(fair_start=False))
+    unfair_even = render({**_result(fair_start=False), "start_target": "even_split"})
+    assert "the even_bf16 baseline's plans" in unfair_even and "`sft_target: even_split`" in unfair_even
     earlier = {
         key: value for key, value in _result().items() if key not in ("baselines", "scenario_fingerprint")
     }
@@ -259,6 +263,26 @@ def _reuse_args(tmp_path: Path) -> tuple:
     )  # fmt: skip
     fingerprint = {"config": "configs/tiny_cpu.yaml", "train_flags": train_flags, "settings": TINY_SETTINGS}
     return args, train_flags, fingerprint
+
+
+@pytest.mark.parametrize(
+    ("target", "fair"),
+    [
+        ("random_feasible", True),
+        ("random_split", True),
+        ("random", True),
+        ("even_split", False),
+        ("optimal", False),
+    ],  # fmt: skip
+)
+def test_a_start_that_imitates_the_optimum_or_the_even_baseline_is_no_fair_start(tmp_path, target, fair):
+    """The issue's fair starts: zero-shot or random planners; never the answer or the baseline to beat."""
+    no_model, zero_shot = SimpleNamespace(model_name_or_path=""), SimpleNamespace(sft_steps=0)
+    assert learning_run._start_target(SimpleNamespace(sft_steps=40, sft_target=target), no_model) == target
+    (tmp_path / "warm_start.json").write_text(json.dumps({"steps": 40, "target": target}))
+    earlier = learning_run._start_target(zero_shot, SimpleNamespace(model_name_or_path=tmp_path))
+    assert earlier == target and (earlier not in UNFAIR_START_TARGETS) is fair
+    assert learning_run._start_target(zero_shot, no_model) is None
 
 
 def _save_seed(tmp_path: Path, seed: int, saved: dict) -> Path:
