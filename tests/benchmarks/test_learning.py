@@ -283,6 +283,10 @@ def test_a_start_that_imitates_the_optimum_or_the_even_baseline_is_no_fair_start
     earlier = learning_run._start_target(zero_shot, SimpleNamespace(model_name_or_path=tmp_path))
     assert earlier == target and (earlier not in UNFAIR_START_TARGETS) is fair
     assert learning_run._start_target(zero_shot, no_model) is None
+    on_top = learning_run._start_target(
+        SimpleNamespace(sft_steps=40, sft_target="random"), SimpleNamespace(model_name_or_path=tmp_path)
+    )
+    assert on_top == ("random" if fair else target)  # a fair warm start on an unfair one is still unfair
 
 
 def _save_seed(tmp_path: Path, seed: int, saved: dict) -> Path:
