@@ -81,10 +81,10 @@ def _earlier_warm_start(model_args) -> dict:
 def _start_target(script_args, model_args) -> str | None:
     """The planner the start imitated (an earlier warm start's, then this run's), or None (zero-shot); an
     unfair one wins, so a fair warm start on top of an oracle one is still flagged."""
-    earlier = _earlier_warm_start(model_args).get("target")
-    targets = [target for target in (earlier, script_args.sft_steps > 0 and script_args.sft_target) if target]
+    this_run = script_args.sft_target if script_args.sft_steps > 0 else None
+    targets = [target for target in (_earlier_warm_start(model_args).get("target"), this_run) if target]
     unfair = [target for target in targets if target in UNFAIR_START_TARGETS]
-    return (unfair or targets or [None])[-1]
+    return (unfair or targets)[-1] if targets else None
 
 
 def _start_description(script_args, model_args) -> str:

@@ -273,7 +273,7 @@ def _reuse_args(tmp_path: Path) -> tuple:
         ("random", True),
         ("even_split", False),
         ("optimal", False),
-    ],  # fmt: skip
+    ],
 )
 def test_a_start_that_imitates_the_optimum_or_the_even_baseline_is_no_fair_start(tmp_path, target, fair):
     """The issue's fair starts: zero-shot or random planners; never the answer or the baseline to beat."""
