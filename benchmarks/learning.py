@@ -109,7 +109,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         allow_abbrev=False,  # --seed (a train_grpo flag, refused) must not pass for --seeds
-        epilog="Any other flag goes to train_grpo.py (e.g. --max_steps 60 --sft_target even_split).",
+        epilog="Any other flag goes to train_grpo.py (e.g. --max_steps 60 --sft_target random_feasible).",
     )
     parser.add_argument("--config", help="train_grpo.py preset, e.g. configs/tiny_cpu.yaml")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="training seeds (default 0 1)")

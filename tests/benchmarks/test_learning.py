@@ -461,7 +461,7 @@ def test_tiny_preset_end_to_end(tmp_path):
         "--seeds", "0", "1", "--eval_scenarios", "4", "--eval_batch_size", "4",
         "--output", str(output), "--work_dir", str(tmp_path / "work"),
         "--model_name_or_path", str(tmp_path / "tiny"), "--sft_steps", "4", "--sft_num_examples", "32",
-        "--sft_target", "even_split", "--num_prompts", "16", "--max_steps", "2",
+        "--sft_target", "random_feasible", "--num_prompts", "16", "--max_steps", "2",
         "--per_device_train_batch_size", "4", "--max_completion_length", "32",
         "--disable_tqdm", "true", "--log_completions", "false", "--save_steps", "1",
     ]  # fmt: skip
@@ -489,7 +489,7 @@ def test_tiny_preset_end_to_end(tmp_path):
     for seed in ("0", "1"):
         curve = result["reward_curve"][seed]
         assert curve["step"] == [1, 2] and len(curve["rewards/fleet_reward/mean"]) == 2
-    assert [warm["target"] for warm in result["warm_start"]] == ["even_split", "even_split"]
+    assert [warm["target"] for warm in result["warm_start"]] == ["random_feasible", "random_feasible"]
     wall = result["wall_s"]
     assert wall["generation"] > 0 and wall["reward"] >= 0 and wall["backward"] > 0 and wall["warm_start"] > 0
     assert wall["generation"] + wall["reward"] + wall["backward"] == pytest.approx(wall["grpo"])
