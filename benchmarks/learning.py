@@ -63,6 +63,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # the packages, when a script in benchmarks/ runs as `python benchmarks/...`
     sys.path.insert(0, str(REPO))
 
+from fleet_rl.training.config_file import exit_on_a_bad_config  # noqa: E402
+
+if __name__ == "__main__":  # a bad --config: one line and exit code 2, before torch, transformers and
+    exit_on_a_bad_config(sys.argv[1:], "learning.py")  # bitsandbytes (which logs on import) are imported
+
 from benchmarks.learning_evaluate import (  # noqa: E402
     BASELINE_NAMES,
     baseline_summaries,
@@ -79,7 +84,6 @@ from benchmarks.learning_statistics import (  # noqa: E402
     paired_difference,
 )
 from benchmarks.learning_train import reward_curve, split_grpo_time  # noqa: E402
-from fleet_rl.training.config_file import exit_on_a_bad_config  # noqa: E402
 
 __all__ = [
     "BASELINE_NAMES",
@@ -186,7 +190,7 @@ def print_start(args: argparse.Namespace, train_flags: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> dict | None:
     argv = sys.argv[1:] if argv is None else argv
-    exit_on_a_bad_config(argv, "learning.py")  # one line and exit code 2, before train_grpo is imported
+    exit_on_a_bad_config(argv, "learning.py")  # when called as a function, not as the script
     args, train_flags = parse(argv)
     if args.render:
         print(render(json.loads(Path(args.render).read_text())))
