@@ -3,6 +3,7 @@
     python benchmarks/learning.py --config configs/smollm2_cpu.yaml --seeds 0 1 --eval_scenarios 96 \\
         --output benchmarks/results/learning_smollm2_cpu.json [extra train_grpo.py flags ...]
     python benchmarks/learning.py --render benchmarks/results/learning_smollm2_cpu.json   # the README table
+    python benchmarks/learning.py --compare A.json B.json   # does recipe B end above recipe A? (paired)
     python benchmarks/learning.py --fingerprint --config configs/smollm2_cpu.yaml  # its scenario_fingerprint
     python benchmarks/learning.py --start_only --config ... --work_dir DIR --sft_steps 0 \\
         --model_name_or_path START   # evaluate a start shared by seeds once, before one process per seed
@@ -47,8 +48,8 @@ dir defaults to ``outputs/learning/<preset>``.
 
 The parts, one module each: ``learning_train`` (one seed through ``train_grpo.main``), ``learning_evaluate``
 (the held-out answers, scored), ``learning_start_cache``, ``learning_statistics`` (the paired bootstrap),
-``learning_run`` (every seed, aggregated) and ``learning_render`` (the README table); this file is the
-command line.
+``learning_run`` (every seed, aggregated), ``learning_render`` (the README table) and ``learning_compare``
+(two results on the same scenarios, paired: ``--compare``); this file is the command line.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from fleet_rl.training.config_file import exit_on_a_bad_config  # noqa: E402
 if __name__ == "__main__":  # a bad --config: one line and exit code 2, before torch, transformers and
     exit_on_a_bad_config(sys.argv[1:], "learning.py")  # bitsandbytes (which logs on import) are imported
 
+from benchmarks.learning_compare import compare  # noqa: E402
 from benchmarks.learning_evaluate import (  # noqa: E402
     BASELINE_NAMES,
     baseline_summaries,
@@ -91,11 +93,13 @@ __all__ = [
     "BOOTSTRAP_SEED",
     "METRICS",
     "baseline_summaries",
+    "compare",
     "eval_rows",
     "eval_settings",
     "main",
     "paired_difference",
     "parse",
+    "print_comparison",
     "print_fingerprint",
     "print_start",
     "render",
@@ -128,6 +132,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--reuse", action="store_true", help="keep finished seeds of the same command")
     parser.add_argument("--render", metavar="RESULT_JSON", help="print the README table of a result; no run")
     parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A_JSON", "B_JSON"),
+        help="print, as JSON, B's after-GRPO %% of optimum minus A's on the same scenarios (paired); no run",
+    )
+    parser.add_argument(
         "--fingerprint",
         action="store_true",
         help="print today's scenario_fingerprint of the held-out set (last line) and exit; no training",
@@ -138,11 +148,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         help="evaluate the start every seed shares into --work_dir's cache and exit; no training",
     )
     args, train_flags = parser.parse_known_args(argv)
-    if args.render:
+    if args.render or args.compare:
         return args, train_flags
     if not args.config or not (args.output or args.fingerprint or args.start_only):
         parser.error(
-            "--config and --output are required (or --render RESULT_JSON, --fingerprint or --start_only)"
+            "--config and --output are required (or --render RESULT_JSON, --compare A_JSON B_JSON, "
+            "--fingerprint or --start_only)"
         )
     clashing = [flag for flag in train_flags if flag.split("=")[0] in OWN_TRAIN_FLAGS]
     if clashing:
@@ -188,6 +199,19 @@ def print_start(args: argparse.Namespace, train_flags: list[str]) -> dict:
     return evaluation
 
 
+def print_comparison(paths: list[str], resamples: int) -> dict:
+    """``--compare A_JSON B_JSON``: print B's after-GRPO score minus A's, paired on the same scenarios."""
+    try:
+        baseline, candidate = (json.loads(Path(path).read_text()) for path in paths)
+        comparison = compare(baseline, candidate, resamples=resamples)
+    except (OSError, ValueError, KeyError, TypeError) as error:  # JSONDecodeError is a ValueError
+        detail = f"no {error} in a result" if isinstance(error, KeyError) else str(error)
+        print(f"learning.py: --compare: {detail}", file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps({"baseline_file": paths[0], "candidate_file": paths[1], **comparison}, indent=1))
+    return comparison
+
+
 def main(argv: list[str] | None = None) -> dict | None:
     argv = sys.argv[1:] if argv is None else argv
     exit_on_a_bad_config(argv, "learning.py")  # when called as a function, not as the script
@@ -195,6 +219,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     if args.render:
         print(render(json.loads(Path(args.render).read_text())))
         return None
+    if args.compare:
+        return print_comparison(args.compare, args.bootstrap_resamples)
     if args.fingerprint:
         print_fingerprint(args, train_flags)
         return None

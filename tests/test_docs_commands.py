@@ -316,7 +316,7 @@ def test_the_parsers_are_the_scripts_own():
         train["options"]
     )
     assert {"--policies", "--base_url", "--num_scenarios"} <= set(evaluate["options"])
-    assert {"--seeds", "--render", "--work_dir"} <= set(
+    assert {"--seeds", "--render", "--compare", "--work_dir"} <= set(
         learning["options"]
     ) and "--max_steps" not in learning["options"]
     assert "--max-sessions" in server["options"]
