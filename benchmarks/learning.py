@@ -56,9 +56,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # the packages, when a script in benchmarks/ runs as `python benchmarks/...`
@@ -70,22 +72,44 @@ if __name__ == "__main__":  # a bad --config: one line and exit code 2, before t
     exit_on_a_bad_config(sys.argv[1:], "learning.py")  # bitsandbytes (which logs on import) are imported
 
 from benchmarks.learning_compare import compare  # noqa: E402
-from benchmarks.learning_evaluate import (  # noqa: E402
-    BASELINE_NAMES,
-    baseline_summaries,
-    eval_rows,
-    eval_settings,
-    today_scenario_fingerprint,
-)
 from benchmarks.learning_render import render  # noqa: E402
-from benchmarks.learning_run import evaluate_shared_start, run  # noqa: E402
 from benchmarks.learning_statistics import (  # noqa: E402
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     METRICS,
     paired_difference,
 )
-from benchmarks.learning_train import reward_curve, split_grpo_time  # noqa: E402
+
+# Names that need torch and transformers (through learning_train), imported on first use (PEP 562), so that
+# --render and --compare, which only read JSON, start in about a second instead of importing a model stack.
+LAZY_NAMES = {
+    "BASELINE_NAMES": "benchmarks.learning_evaluate",
+    "baseline_summaries": "benchmarks.learning_evaluate",
+    "eval_rows": "benchmarks.learning_evaluate",
+    "eval_settings": "benchmarks.learning_evaluate",
+    "today_scenario_fingerprint": "benchmarks.learning_evaluate",
+    "run": "benchmarks.learning_run",
+    "reward_curve": "benchmarks.learning_train",
+    "split_grpo_time": "benchmarks.learning_train",
+}
+
+if TYPE_CHECKING:  # for linters and type checkers; at run time __getattr__ loads them on first use
+    from benchmarks.learning_evaluate import (
+        BASELINE_NAMES,
+        baseline_summaries,
+        eval_rows,
+        eval_settings,
+        today_scenario_fingerprint,
+    )
+    from benchmarks.learning_run import run
+    from benchmarks.learning_train import reward_curve, split_grpo_time
+
+
+def __getattr__(name: str):
+    if name in LAZY_NAMES:
+        return getattr(importlib.import_module(LAZY_NAMES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BASELINE_NAMES",
@@ -170,6 +194,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def print_fingerprint(args: argparse.Namespace, train_flags: list[str]) -> str:
     """Print what the scenario fingerprint covers, then today's fingerprint alone on the last line."""
     import train_grpo
+    from benchmarks.learning_evaluate import eval_settings, today_scenario_fingerprint
     from benchmarks.scenario_fingerprint import PANEL
 
     with contextlib.redirect_stdout(sys.stderr):  # whatever the imports print
@@ -189,6 +214,8 @@ def print_fingerprint(args: argparse.Namespace, train_flags: list[str]) -> str:
 
 def print_start(args: argparse.Namespace, train_flags: list[str]) -> dict:
     """``--start_only``: evaluate (or find) the shared start's evaluation; print its summary as JSON."""
+    from benchmarks.learning_run import evaluate_shared_start
+
     with contextlib.redirect_stdout(sys.stderr):
         try:
             evaluation, reused_from = evaluate_shared_start(args, train_flags)
@@ -226,6 +253,8 @@ def main(argv: list[str] | None = None) -> dict | None:
         return None
     if args.start_only:
         return print_start(args, train_flags)
+    from benchmarks.learning_run import run
+
     with contextlib.redirect_stdout(
         sys.stderr
     ):  # stdout carries only the table; progress and logs go to stderr

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from benchmarks.learning import main
 from benchmarks.learning_compare import compare
+
+REPO = Path(__file__).resolve().parents[2]
+RESULT = REPO / "benchmarks/results/learning_smollm2_cpu.json"
 
 
 def _result(after: list[list[float]], start: list[list[float]] | None = None, **changes) -> dict:
@@ -102,3 +108,20 @@ def test_a_bad_comparison_gives_one_line_and_exit_code_2(tmp_path, capsys, probl
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("learning.py: --compare: ") and len(captured.err.strip().splitlines()) == 1
+
+
+def test_reading_results_imports_no_model_stack(tmp_path):
+    """--render and --compare only read JSON: they must not import torch or transformers (seconds each)."""
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(_result([[25.0, 5.0, 30.0]])))
+    probe = (
+        "import runpy, sys\n"
+        f"for argv in (['--compare', {str(path)!r}, {str(path)!r}], ['--render', {str(RESULT)!r}]):\n"
+        "    sys.argv = ['benchmarks/learning.py', *argv]\n"
+        "    runpy.run_path('benchmarks/learning.py', run_name='__main__')\n"
+        "print(sorted({'torch', 'transformers', 'trl'} & set(sys.modules)))\n"
+    )
+    printed = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert printed.splitlines()[-1] == "[]"
