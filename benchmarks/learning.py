@@ -72,6 +72,13 @@ if __name__ == "__main__":  # a bad --config: one line and exit code 2, before t
     exit_on_a_bad_config(sys.argv[1:], "learning.py")  # bitsandbytes (which logs on import) are imported
 
 from benchmarks.learning_compare import compare  # noqa: E402
+from benchmarks.learning_evaluate import (  # noqa: E402
+    BASELINE_NAMES,
+    baseline_summaries,
+    eval_rows,
+    eval_settings,
+    today_scenario_fingerprint,
+)
 from benchmarks.learning_render import render  # noqa: E402
 from benchmarks.learning_statistics import (  # noqa: E402
     BOOTSTRAP_RESAMPLES,
@@ -80,32 +87,22 @@ from benchmarks.learning_statistics import (  # noqa: E402
     paired_difference,
 )
 
-# Names that need torch and transformers (through learning_train), imported on first use (PEP 562), so that
-# --render and --compare, which only read JSON, start in about a second instead of importing a model stack.
+# learning_train imports transformers, and learning_run imports learning_train: their names are imported
+# on first use (PEP 562), so that --render and --compare, which only read JSON, start in about a second
+# instead of importing a model stack.
 LAZY_NAMES = {
-    "BASELINE_NAMES": "benchmarks.learning_evaluate",
-    "baseline_summaries": "benchmarks.learning_evaluate",
-    "eval_rows": "benchmarks.learning_evaluate",
-    "eval_settings": "benchmarks.learning_evaluate",
-    "today_scenario_fingerprint": "benchmarks.learning_evaluate",
     "run": "benchmarks.learning_run",
     "reward_curve": "benchmarks.learning_train",
     "split_grpo_time": "benchmarks.learning_train",
 }
 
 if TYPE_CHECKING:  # for linters and type checkers; at run time __getattr__ loads them on first use
-    from benchmarks.learning_evaluate import (
-        BASELINE_NAMES,
-        baseline_summaries,
-        eval_rows,
-        eval_settings,
-        today_scenario_fingerprint,
-    )
     from benchmarks.learning_run import run
     from benchmarks.learning_train import reward_curve, split_grpo_time
 
 
 def __getattr__(name: str):
+    """``benchmarks.learning.run`` and the other LAZY_NAMES: imported from their module when asked for."""
     if name in LAZY_NAMES:
         return getattr(importlib.import_module(LAZY_NAMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -194,7 +191,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def print_fingerprint(args: argparse.Namespace, train_flags: list[str]) -> str:
     """Print what the scenario fingerprint covers, then today's fingerprint alone on the last line."""
     import train_grpo
-    from benchmarks.learning_evaluate import eval_settings, today_scenario_fingerprint
     from benchmarks.scenario_fingerprint import PANEL
 
     with contextlib.redirect_stdout(sys.stderr):  # whatever the imports print
