@@ -56,11 +56,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # the packages, when a script in benchmarks/ runs as `python benchmarks/...`
@@ -87,27 +85,6 @@ from benchmarks.learning_statistics import (  # noqa: E402
     paired_difference,
 )
 
-# learning_train imports transformers, and learning_run imports learning_train: their names are imported
-# on first use (PEP 562), so that --render and --compare, which only read JSON, start in about a second
-# instead of importing a model stack.
-LAZY_NAMES = {
-    "run": "benchmarks.learning_run",
-    "reward_curve": "benchmarks.learning_train",
-    "split_grpo_time": "benchmarks.learning_train",
-}
-
-if TYPE_CHECKING:  # for linters and type checkers; at run time __getattr__ loads them on first use
-    from benchmarks.learning_run import run
-    from benchmarks.learning_train import reward_curve, split_grpo_time
-
-
-def __getattr__(name: str):
-    """``benchmarks.learning.run`` and the other LAZY_NAMES: imported from their module when asked for."""
-    if name in LAZY_NAMES:
-        return getattr(importlib.import_module(LAZY_NAMES[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "BASELINE_NAMES",
     "BOOTSTRAP_RESAMPLES",
@@ -124,9 +101,6 @@ __all__ = [
     "print_fingerprint",
     "print_start",
     "render",
-    "reward_curve",
-    "run",
-    "split_grpo_time",
     "today_scenario_fingerprint",
 ]
 
@@ -249,6 +223,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         return None
     if args.start_only:
         return print_start(args, train_flags)
+    # imported here, not at the top: it imports transformers, which --render and --compare (JSON only) skip
     from benchmarks.learning_run import run
 
     with contextlib.redirect_stdout(

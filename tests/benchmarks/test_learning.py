@@ -24,13 +24,11 @@ from benchmarks.learning import (
     paired_difference,
     parse,
     render,
-    reward_curve,
-    run,
-    split_grpo_time,
     today_scenario_fingerprint,
 )
 from benchmarks.learning_render import UNFAIR_START_TARGETS
-from benchmarks.learning_train import TIMINGS_FILE
+from benchmarks.learning_run import run
+from benchmarks.learning_train import TIMINGS_FILE, reward_curve, split_grpo_time
 from fleet_rl.baselines import optimal
 
 REPO = Path(__file__).resolve().parents[2]
