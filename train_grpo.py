@@ -80,6 +80,7 @@ from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
 from fleet_rl.training.finished_run import finished_checkpoint, restore_finished  # noqa: E402
+from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer  # noqa: E402
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
@@ -193,12 +194,17 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         install_completions_printer()  # sampled completions readable in an 80-column terminal
     policy = load_policy(model_path, script_args, training_args, model_args)
     pool = env_server_pool(script_args)  # env_base_urls: one pool for every episode; else None
-    trainer = GRPOTrainer(
+    trainer_class, resampling = GRPOTrainer, {}
+    if script_args.resample_flat_groups:  # fresh prompts when a step's every group is flat (DAPO)
+        trainer_class = FlatGroupResamplingTrainer
+        resampling = {"resample_flat_groups": script_args.resample_flat_groups}
+    trainer = trainer_class(
         reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
         args=training_args,
         train_dataset=dataset,
         **episode_environment(script_args, policy["processing_class"], pool),
         **policy,
+        **resampling,
     )
     if pool is not None:  # env/failovers and env/healthy_servers in every training log
         ServerPoolMetrics(pool).first_in_line(trainer)

@@ -53,10 +53,10 @@ from fleet_rl.baselines import BASELINES  # noqa: E402
 from fleet_rl.prompts import format_answer  # noqa: E402
 from fleet_rl.scenario_generator import TASKS  # noqa: E402
 from fleet_rl.training.dataset import planner_answer, scenario_rows  # noqa: E402
+from fleet_rl.training.flat_span import FLAT_SPAN  # noqa: E402
 from rewards.fleet_reward import fleet_reward  # noqa: E402
 from rewards.ird import IRD_REWARD  # noqa: E402
 
-FLAT_SPAN = 0.01  # a group whose rewards span less than this is flat: no signal
 IRD_TOLERANCE = 1e-12
 WEAK_PLANNERS = ("random_split", "random_feasible", "random")
 GOAL_PLANNER = "random_split"

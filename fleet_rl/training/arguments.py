@@ -158,6 +158,14 @@ class FleetScriptArguments:
             "GRPO's advantage is zero), once per streak (fleet_rl/training/flat_groups.py); 0: never."
         },
     )
+    resample_flat_groups: int = field(
+        default=0,
+        metadata={
+            "help": "When every group of a training step is flat (rewards span < 0.01), draw fresh prompts "
+            "and generate again, up to this many times (DAPO's dynamic sampling; "
+            "fleet_rl/training/flat_group_resampling.py); 0: train on every draw, as TRL does."
+        },
+    )
     max_seq_length: int = field(
         default=4096,
         metadata={"help": "Unsloth: maximum prompt + completion length the model is loaded for."},

@@ -106,8 +106,9 @@ def check_options(
         )
     if script_args.sft_target not in SFT_TARGETS:
         raise ValueError(f"unknown sft_target {script_args.sft_target!r}; valid: {', '.join(SFT_TARGETS)}")
-    if min(script_args.sft_steps, script_args.eval_scenarios, script_args.no_signal_steps) < 0:
-        raise ValueError("sft_steps, eval_scenarios and no_signal_steps must be >= 0")
+    counts = ("sft_steps", "eval_scenarios", "no_signal_steps", "resample_flat_groups")
+    if min(getattr(script_args, name) for name in counts) < 0:
+        raise ValueError("sft_steps, eval_scenarios, no_signal_steps and resample_flat_groups must be >= 0")
     if (
         script_args.sft_steps
         and getattr(model_args, "load_in_4bit", False)
