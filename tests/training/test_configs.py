@@ -195,6 +195,11 @@ def test_reward_weights_length_mismatch(no_model_loading, capsys):
     assert "one weight per function" in message
 
 
+def test_a_negative_resample_flat_groups(no_model_loading, capsys):
+    message = main_error(capsys, ["--resample_flat_groups", "-1"])
+    assert "resample_flat_groups must be >= 0" in message
+
+
 def test_unknown_task(no_model_loading, capsys):
     message = main_error(capsys, ["--tasks", "easy", "impossible"])
     assert "'impossible'" in message

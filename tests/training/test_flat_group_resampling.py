@@ -11,7 +11,6 @@ from datasets import Dataset
 from transformers import AutoTokenizer
 from trl import GRPOConfig
 
-import train_grpo
 from fleet_rl.tiny_model import ensure_tiny_model
 from fleet_rl.training.flat_group_resampling import (
     RESAMPLED_KEY,
@@ -110,17 +109,3 @@ def test_fresh_prompts_are_whole_groups_and_the_same_after_a_resume(tiny_dir, tm
 )
 def test_every_group_flat(rewards, flat):
     assert every_group_flat(torch.tensor(rewards), GROUP) is flat
-
-
-def test_a_negative_count_is_a_usage_error_before_any_model_loads(monkeypatch, capsys):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("a model was loaded before the options were checked")
-
-    for name in ("ensure_tiny_model", "warm_start", "load_policy", "GRPOTrainer"):
-        monkeypatch.setattr(train_grpo, name, forbidden)
-    with pytest.raises(SystemExit) as excinfo:
-        train_grpo.main(
-            ["--config", "configs/tiny_cpu.yaml", "--report_to", "none", "--resample_flat_groups", "-1"]
-        )
-    assert excinfo.value.code == 2
-    assert "resample_flat_groups must be >= 0" in capsys.readouterr().err
