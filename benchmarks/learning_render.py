@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.learning_statistics import METRICS
+from rewards.scoring import CRASHES
 
 __all__ = ["plural", "render"]
 
@@ -58,6 +59,41 @@ def _per_seed_and_tier(result: dict) -> str:
     return "Mean % of optimum, start → after, by seed and tier: " + "; ".join(parts) + "."
 
 
+# How each fault of rewards.scoring.CRASHES reads in the line under the table.
+FAULT_LABELS = {
+    "oom": "out of memory",
+    # a format the GPU lacks, tensor parallelism that does not divide the heads, sharding a serving job
+    "unsupported": "an unsupported setting",
+    "unstable": "unstable numerics",
+    "too_slow": "under its throughput floor",
+}
+
+
+def _faults_by_seed(result: dict) -> str | None:
+    """One line: per seed, the share of held-out answers with a job failing for each reason, start → after.
+
+    What a policy learned shows here when its mean moves little: a seed may trade one fault for another (a
+    template that never runs out of memory but writes a setting the kernel does not support). ``None`` for
+    results whose per-seed summaries predate the fault rates."""
+    starts, afters = result["start"].get("per_seed") or [], result["after"].get("per_seed") or []
+    keys = [f"{fault}_rate" for fault in CRASHES]
+    if not afters or not starts or any(key not in s for s in (*starts, *afters) for key in keys):
+        return None
+    parts = []
+    for k, seed in enumerate(result["seeds"]):
+        start, after = starts[min(k, len(starts) - 1)], afters[k]
+        faults = ", ".join(
+            f"{FAULT_LABELS[fault]} {start[f'{fault}_rate']:.2f} → {after[f'{fault}_rate']:.2f}"
+            for fault in CRASHES
+        )
+        parts.append(f"seed {seed}: {faults}")
+    return (
+        "Share of the held-out answers with a job failing for each reason, start → after: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def _baselines_by_tier(result: dict) -> str:
     """One line: each baseline's mean % of optimum on each task tier (from its summary's ``per_task``)."""
     parts = []
@@ -100,6 +136,9 @@ def render(result: dict) -> str:
         f"After − start in % of optimum per seed: {per_seed}.",
         _per_seed_and_tier(result),
     ]
+    faults = _faults_by_seed(result)
+    if faults:
+        lines.append(faults)
     if result.get("baselines"):
         lines.append(_baselines_by_tier(result))
     curves = [_first_last(curve.get("reward", [])) for curve in result["reward_curve"].values()]

@@ -215,6 +215,27 @@ def test_render_gives_the_table_with_the_paired_interval():
     assert "baseline" not in render(earlier) and "fingerprint" not in render(earlier)  # older results
 
 
+def test_render_gives_each_seeds_faults_start_to_after_when_the_summaries_have_them():
+    def summary(oom: float, unsupported: float) -> dict:
+        return {"oom_rate": oom, "unsupported_rate": unsupported, "unstable_rate": 0.0, "too_slow_rate": 0.25}
+
+    result = _result()
+    result["start"] = {**result["start"], "per_seed": [summary(0.5, 0.1)]}  # one start shared by both seeds
+    result["after"] = {**result["after"], "per_seed": [summary(0.5, 0.0), summary(0.0, 0.3)]}
+    lines = render(result).splitlines()
+    line = next(line for line in lines if line.startswith("Share of the held-out answers"))
+    assert line == (
+        "Share of the held-out answers with a job failing for each reason, start → after: "
+        "seed 0: out of memory 0.50 → 0.50, an unsupported setting 0.10 → 0.00, "
+        "unstable numerics 0.00 → 0.00, under its throughput floor 0.25 → 0.25; "
+        "seed 1: out of memory 0.50 → 0.00, an unsupported setting 0.10 → 0.30, "
+        "unstable numerics 0.00 → 0.00, under its throughput floor 0.25 → 0.25."
+    )
+    del result["after"]["per_seed"][1]["too_slow_rate"]  # a result from before a fault was counted
+    assert "Share of the held-out answers" not in render(result)
+    assert "Share of the held-out answers" not in render(_result())  # no per-seed summaries at all
+
+
 def test_render_from_the_command_line(tmp_path):
     path = tmp_path / "result.json"
     path.write_text(json.dumps(_result()))
