@@ -77,7 +77,9 @@ def _faults_by_seed(result: dict) -> str | None:
     results whose per-seed summaries predate the fault rates."""
     starts, afters = result["start"].get("per_seed") or [], result["after"].get("per_seed") or []
     keys = [f"{fault}_rate" for fault in CRASHES]
-    if not afters or not starts or any(key not in s for s in (*starts, *afters) for key in keys):
+    if not starts or len(afters) != len(result["seeds"]):
+        return None
+    if any(key not in summary for summary in (*starts, *afters) for key in keys):
         return None
     parts = []
     for k, seed in enumerate(result["seeds"]):

@@ -231,6 +231,8 @@ def test_render_gives_each_seeds_faults_start_to_after_when_the_summaries_have_t
         "seed 1: out of memory 0.50 → 0.00, an unsupported setting 0.10 → 0.30, "
         "unstable numerics 0.00 → 0.00, under its throughput floor 0.25 → 0.25."
     )
+    one_seed_short = {**result, "after": {**result["after"], "per_seed": result["after"]["per_seed"][:1]}}
+    assert "Share of the held-out answers" not in render(one_seed_short)
     del result["after"]["per_seed"][1]["too_slow_rate"]  # a result from before a fault was counted
     assert "Share of the held-out answers" not in render(result)
     assert "Share of the held-out answers" not in render(_result())  # no per-seed summaries at all
