@@ -21,7 +21,7 @@ and no API key, wandb runs offline (``WANDB_MODE=offline``; ``wandb sync`` uploa
 
 What happens, top to bottom: parse → check options (before any model loads) → [local model] → [SFT warm
 start] → dataset → policy (transformers+bitsandbytes+PEFT, or Unsloth) → [refinement episodes:
-environment_factory] → GRPOTrainer.train → save adapter
+environment_factory; revision episodes: rollout_func] → GRPOTrainer.train → save adapter
 and model card → [held-out evaluation → eval_report.json] → [push to hub].
 """
 
@@ -66,6 +66,7 @@ from transformers import ProgressCallback, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser  # noqa: E402
 
 from fleet_rl.env.server_pool import AllServersDown, ServerPool  # noqa: E402
+from fleet_rl.revision import HELD_OUT_MAX_TURNS  # noqa: E402
 from fleet_rl.smollm2 import SmolLM2Error, ensure_smollm2  # noqa: E402
 from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
 from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
@@ -142,10 +143,16 @@ def env_server_pool(script_args: FleetScriptArguments):
     )
 
 
-def episode_environment(script_args: FleetScriptArguments, processing_class, pool=None) -> dict:
+def episode_environment(script_args: FleetScriptArguments, processing_class, dataset, pool=None) -> dict:
     """``episode_mode: refine``: TRL's ``environment_factory`` running one refinement episode per rollout
     (fleet_rl/env/trl_environment.py; on the servers of ``pool`` if given: every instance gets the same
-    pool), and a chat template with tool calls; single: nothing."""
+    pool), and a chat template with tool calls. ``revise``: a ``rollout_func`` playing one revision episode
+    per rollout of ``dataset``'s prompts (fleet_rl/training/revision_rollout.py). single: nothing."""
+    if script_args.episode_mode == "revise":
+        from fleet_rl.training.revision_rollout import revision_rollout
+
+        rollout = revision_rollout(dataset, script_args.refine_max_turns, script_args.refine_turn_cost)
+        return {"rollout_func": rollout}
     if script_args.episode_mode != "refine":
         return {}
     from fleet_rl.env.trl_environment import FleetToolEnvironment, tool_chat_template
@@ -202,7 +209,7 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
         args=training_args,
         train_dataset=dataset,
-        **episode_environment(script_args, policy["processing_class"], pool),
+        **episode_environment(script_args, policy["processing_class"], dataset, pool),
         **policy,
         **resampling,
     )
@@ -250,6 +257,8 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
             tasks=script_args.tasks,
             prompt_style=script_args.prompt_style,
             max_new_tokens=training_args.max_completion_length,
+            # a revising policy answers after at most three verdicts, as the learning benchmark scores it
+            max_turns=HELD_OUT_MAX_TURNS if script_args.episode_mode == "revise" else 1,
         )
         report = held_out()
         Path(training_args.output_dir, "eval_report.json").write_text(json.dumps(report, indent=2))

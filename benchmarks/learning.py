@@ -121,6 +121,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--eval_batch_size", type=int, default=8, help="prompts generated at once")
     parser.add_argument("--eval_dataset_seed", type=int, default=None, help="which held-out scenarios")
     parser.add_argument("--max_new_tokens", type=int, help="default: the preset's max_completion_length")
+    parser.add_argument(
+        "--eval_max_turns",
+        type=int,
+        help="plans per held-out revision episode, the kernel's verdict between them (1: one plan; default "
+        "4 when the preset has episode_mode revise, else 1)",
+    )
     parser.add_argument("--bootstrap_resamples", type=int, default=BOOTSTRAP_RESAMPLES)
     parser.add_argument("--output", help="the JSON result, e.g. benchmarks/results/learning_<preset>.json")
     parser.add_argument("--work_dir", help="training runs, one per seed (default outputs/learning/<preset>)")
@@ -155,6 +161,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error(f"{', '.join(clashing)}: set by the benchmark (use --seeds and --work_dir)")
     if args.eval_scenarios < 1 or not args.seeds or len(set(args.seeds)) != len(args.seeds):
         parser.error("--eval_scenarios must be positive and --seeds distinct")
+    if args.eval_max_turns is not None and not 1 <= args.eval_max_turns <= 16:
+        parser.error(f"--eval_max_turns must be 1 to 16, got {args.eval_max_turns}")
     if args.eval_dataset_seed is None:
         from fleet_rl.training.heldout import EVAL_DATASET_SEED
 

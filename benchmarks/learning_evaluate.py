@@ -80,6 +80,7 @@ def evaluate(base: str, adapter: str | None, settings: dict, parsed) -> dict:
         batch_size=settings["eval_batch_size"],
         dataset_seed=settings["eval_dataset_seed"],
         num_samples=settings["eval_scenarios"],  # every answer, to score it per scenario
+        max_turns=settings.get("eval_max_turns", 1),  # results before revision episodes: one plan
     )
     del model
     gc.collect()
@@ -90,9 +91,13 @@ def evaluate(base: str, adapter: str | None, settings: dict, parsed) -> dict:
     ]:
         raise RuntimeError("the held-out answers do not line up with the held-out rows")
     completions = [sample["completion"] for sample in samples]
+    per_scenario = per_scenario_metrics(rows, completions)
+    if "first_completion" in samples[0]:  # revision episodes: the first plans' scores beside the final ones
+        first = per_scenario_metrics(rows, [sample["first_completion"] for sample in samples])
+        per_scenario["first_percent_of_optimum"] = first["percent_of_optimum"]
     return {
         "summary": report,
-        "per_scenario": per_scenario_metrics(rows, completions),
+        "per_scenario": per_scenario,
         "samples": completions[:3],
         "wall_s": time.perf_counter() - started,
     }
@@ -111,7 +116,14 @@ def eval_rows(settings: dict) -> list[dict]:
 
 
 def eval_settings(args: argparse.Namespace, script_args, training_args) -> dict:
-    """What the held-out evaluation depends on: the benchmark's flags over the preset's (with its flags)."""
+    """What the held-out evaluation depends on: the benchmark's flags over the preset's (with its flags).
+    ``eval_max_turns``: plans per held-out episode, ``--eval_max_turns``, else 4 (three verdicts) when the
+    preset trains on revision episodes (``episode_mode: revise``) and 1 otherwise."""
+    max_turns = getattr(args, "eval_max_turns", None)
+    if max_turns is None:
+        from fleet_rl.revision import HELD_OUT_MAX_TURNS
+
+        max_turns = HELD_OUT_MAX_TURNS if script_args.episode_mode == "revise" else 1
     return {
         "eval_scenarios": args.eval_scenarios,
         "eval_tasks": args.eval_tasks or list(script_args.tasks),
@@ -119,6 +131,7 @@ def eval_settings(args: argparse.Namespace, script_args, training_args) -> dict:
         "max_new_tokens": args.max_new_tokens or training_args.max_completion_length,
         "eval_batch_size": args.eval_batch_size,
         "eval_dataset_seed": args.eval_dataset_seed,
+        "eval_max_turns": max_turns,
     }
 
 

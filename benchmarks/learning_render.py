@@ -96,6 +96,50 @@ def _faults_by_seed(result: dict) -> str | None:
     )
 
 
+def _first_plans(result: dict) -> str | None:
+    """One line for revision episodes: the final plans are the table's; this is the first plans (before any
+    verdict), start → after, with their paired difference. ``None`` for single-plan results."""
+    first = result.get("first_plan")
+    if not first:
+        return None
+    paired = first["paired"]
+    low, high = paired["ci95"]
+    per_seed = ", ".join(
+        f"seed {seed} {_signed(delta, 1)}"
+        for seed, delta in zip(result["seeds"], paired["per_seed"], strict=True)
+    )
+    return (
+        f"Each answer is a revision episode of up to {result['eval'].get('eval_max_turns')} plans with the "
+        f"kernel's verdict between them; the table scores the final plans. The first plans (before any "
+        f"verdict), mean % of optimum: start {first['start_percent_of_optimum']:.1f} → after "
+        f"{first['after_percent_of_optimum']:.1f}, after − start {_signed(paired['mean'], 1)} "
+        f"[{_signed(low, 1)}, {_signed(high, 1)}] ({per_seed})."
+    )
+
+
+def _settings_by_seed(result: dict) -> str | None:
+    """One line: per seed and job kind, the distinct settings (tensor_parallel, formats, kv_cache) of the
+    greedy answers, start → after (``fleet_rl.training.setting_variety``). One or two per kind is a template;
+    a policy that plans by the scenario uses more. ``None`` for results that predate the counts."""
+    starts, afters = result["start"].get("per_seed") or [], result["after"].get("per_seed") or []
+    if not starts or len(afters) != len(result["seeds"]):
+        return None
+    if any("distinct_settings_per_kind" not in summary for summary in (*starts, *afters)):
+        return None
+    parts = []
+    for k, seed in enumerate(result["seeds"]):
+        start = starts[min(k, len(starts) - 1)]["distinct_settings_per_kind"]
+        after = afters[k]["distinct_settings_per_kind"]
+        kinds = ", ".join(
+            f"{kind} {start.get(kind, 0)} → {after.get(kind, 0)}" for kind in {**start, **after}
+        )
+        parts.append(f"seed {seed}: {kinds}")
+    return (
+        "Distinct settings (tensor_parallel, formats, kv_cache) the answers give each job kind, "
+        "start → after: " + "; ".join(parts) + "."
+    )
+
+
 def _baselines_by_tier(result: dict) -> str:
     """One line: each baseline's mean % of optimum on each task tier (from its summary's ``per_task``)."""
     parts = []
@@ -138,9 +182,9 @@ def render(result: dict) -> str:
         f"After − start in % of optimum per seed: {per_seed}.",
         _per_seed_and_tier(result),
     ]
-    faults = _faults_by_seed(result)
-    if faults:
-        lines.append(faults)
+    for line in (_first_plans(result), _faults_by_seed(result), _settings_by_seed(result)):
+        if line:
+            lines.append(line)
     if result.get("baselines"):
         lines.append(_baselines_by_tier(result))
     curves = [_first_last(curve.get("reward", [])) for curve in result["reward_curve"].values()]

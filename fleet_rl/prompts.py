@@ -16,8 +16,18 @@ names jobs the scenario does not have (the IRD "invented id" rule), and copying 
 Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
 own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
 
-Two styles: ``"full"`` (default; for instruction-tuned LLMs) and ``"compact"`` (the schema and the
-scenario JSON only, for the tiny CPU model, whose context and capacity are small).
+Three styles:
+
+- ``"full"`` (default; for instruction-tuned LLMs): the schema, the rules and physics, a worked example, and
+  the scenario's facts.
+- ``"facts"`` (for small models such as SmolLM2-135M on a CPU): the schema, a few lines of the rules a planner
+  cannot do without (bytes per parameter per format, what int8/int4 are for, that a job over memory
+  crashes) and the same user message as ``full``, every figure of the GPU, the jobs and their models. No
+  worked example: ~650 prompt tokens instead of ~1,700, and a policy tested on GPUs and models it never
+  saw in training can still size a job from figures (DESIGN.md §4, "Prompts state every fact").
+- ``"compact"`` (the tiny random test model, whose context is small): the schema and the scenario JSON. It
+  names the GPU and the models but gives none of their figures, so a policy can only learn names by heart;
+  kept for the tests and for comparison with earlier results.
 """
 
 from __future__ import annotations
@@ -42,8 +52,8 @@ __all__ = [
     "user_prompt",
 ]
 
-PromptStyle = Literal["full", "compact"]
-PROMPT_STYLES: tuple[str, ...] = ("full", "compact")
+PromptStyle = Literal["full", "facts", "compact"]
+PROMPT_STYLES: tuple[str, ...] = ("full", "facts", "compact")
 
 EXAMPLE_SCENARIO = Scenario.from_dict(
     {
@@ -116,6 +126,15 @@ Rules the simulator applies:
   can run should get GPUs, and the split should follow priority and how well each job uses more GPUs."""
 
 
+# The few rules of the "facts" style: what memory a plan needs and what crashes it (from _RULES_TEXT).
+_ESSENTIAL_RULES_TEXT = """\
+Rules: gpus sum to at most the cluster's count; tensor_parallel divides gpus and the heads. Use only the
+GPU's formats. int8/int4 are weight-only: serve jobs and a lora job's base, never train jobs. Memory per
+GPU: params x bytes (fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52) / tensor_parallel; train: +16 bytes/param
+Adam / tensor_parallel; activations grow with seq_len x micro_batch_size (activation_checkpointing cuts
+them); serve: + KV cache of its share of batch_size. Over the GPU's memory: oom, the job earns nothing."""
+
+
 def _example_text() -> str:
     return (
         "Example (a different cluster and jobs; do not copy its numbers):\n"
@@ -126,7 +145,8 @@ def _example_text() -> str:
 
 @functools.cache
 def system_prompt(style: PromptStyle = "full") -> str:
-    """The system message: task, schema, rules and physics, worked example (``full``); or task and schema."""
+    """The system message: task, schema, rules and physics, worked example (``full``); task, schema and the
+    essential rules (``facts``); or task and schema (``compact``)."""
     _check_style(style)
     intro = (
         "You plan GPU clusters. Given a cluster and the jobs that must share it, assign each job GPUs, "
@@ -135,6 +155,8 @@ def system_prompt(style: PromptStyle = "full") -> str:
     )
     if style == "compact":
         return f"{intro}\n{_SCHEMA_TEXT}"
+    if style == "facts":
+        return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}"
     answer_style = "Think briefly if you need to, then give the JSON answer in a ```json fence."
     return f"{intro}\n\n{_SCHEMA_TEXT}\n{answer_style}\n\n{_RULES_TEXT}\n\n{_example_text()}"
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleet_rl import TASKS, make_scenario
+from fleet_rl.catalog import PRECISIONS
 from fleet_rl.kernel import evaluate, solve
 from fleet_rl.multiagent import agent_request
 from fleet_rl.prompts import (
@@ -77,7 +80,7 @@ def test_multiagent_prompt_gives_the_other_parts_and_the_free_gpus():
 
 def test_bad_arguments_raise_clear_errors():
     scenario = make_scenario("easy", 0)
-    with pytest.raises(ValueError, match="unknown prompt style 'long'; valid styles: full, compact"):
+    with pytest.raises(ValueError, match="unknown prompt style 'long'; valid styles: full, facts, compact"):
         build_messages(scenario, style="long")
     with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):
         user_prompt(scenario, agent="nobody")
@@ -98,3 +101,81 @@ def test_a_throughput_floor_is_stated_in_the_job_line_the_scenario_json_and_the_
     assert ", min_tokens_per_s" not in user_prompt(base)
     assert '"min_tokens_per_s":1200.0' in user_prompt(scenario, style="compact")
     assert "too_slow" in system_prompt("full")
+
+
+def _stated_facts(scenario) -> list[str]:
+    """Every figure the full user message states, written out here from the catalog and the scenario (not
+    through the prompt's own helpers): the GPU's count, memory, bandwidth, peaks, link and formats; per job
+    its fields; per model its parameters, layers, hidden size, heads, KV heads and KV bytes per token."""
+    gpu = scenario.gpu
+    facts = [
+        f"{scenario.cluster.count} x {gpu.name}",
+        f"{gpu.memory_gb:.1f} GB each",
+        f"{gpu.memory_bandwidth_gb_s:g} GB/s memory",
+        *(f"{fmt} {tflops:g}" for fmt, tflops in gpu.dense_tflops.items()),
+        f"{gpu.interconnect} {gpu.interconnect_gb_s:g} GB/s",
+        "formats: " + ", ".join(p for p in PRECISIONS if gpu.supports(p)) + ".",
+    ]
+    for job in scenario.jobs:
+        model = job.model_spec
+        facts += [
+            f"- {job.id}: {job.kind} {job.model} (priority {job.priority:g})",
+            f"seq_len {job.seq_len}",
+            f"batch_size {job.batch_size}",
+            f"{model.num_params / 1e9:.2f} B params",
+            f"{model.num_layers} layers",
+            f"hidden {model.hidden_size}",
+            f"{model.num_attention_heads} heads ({model.num_key_value_heads} KV)",
+            f"KV cache {model.kv_cache_bytes_per_token(2.0) / 1024:g} KiB/token",
+        ]
+        if job.prompt_len:
+            facts.append(f"prompt_len {job.prompt_len}")
+        if job.min_tokens_per_s is not None:
+            facts.append(f"min_tokens_per_s {job.min_tokens_per_s:g}")
+        if job.max_quality_loss is not None:
+            facts.append(f"max_quality_loss {job.max_quality_loss:g}")
+        if model.num_experts > 1:
+            facts.append(f"{model.num_experts} experts ({model.experts_per_token} active)")
+    return facts
+
+
+@pytest.mark.parametrize("split", ["train", "eval"])
+@pytest.mark.parametrize("task", TASKS)
+def test_the_facts_style_states_every_fact_of_the_full_user_message(task, split):
+    for seed in range(12):
+        scenario = make_scenario(task, seed, split)
+        full_user = user_prompt(scenario)
+        _, user = build_messages(scenario, style="facts")
+        for fact in _stated_facts(scenario):
+            assert fact in full_user, fact  # the list above is what the full message states
+            assert fact in user["content"], fact
+        for line in full_user.splitlines():  # and nothing of it is dropped
+            assert line in user["content"]
+
+
+def test_the_facts_style_keeps_the_schema_and_the_essential_rules_and_drops_the_example():
+    system = system_prompt("facts")
+    assert system.startswith(system_prompt("compact"))  # the task and the schema, as compact gives them
+    for rule in (
+        "fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52",
+        "16 bytes/param",
+        "int8/int4 are weight-only",
+        "oom",
+        "KV cache",
+        "activation_checkpointing",
+    ):
+        assert rule in system, rule
+    assert format_answer(example_plan()) not in system and "Example" not in system
+    assert len(system) < len(system_prompt("full")) / 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(task=st.sampled_from(TASKS), seed=st.integers(0, 2**31 - 1), split=st.sampled_from(["train", "eval"]))
+def test_every_style_builds_a_prompt_for_every_drawn_scenario(task, seed, split):
+    scenario = make_scenario(task, seed, split)
+    agent, given_plan = agent_request(scenario, seed) if task == "multiagent" else (None, None)
+    for style in ("full", "facts", "compact"):
+        system, user = build_messages(scenario, agent=agent, given_plan=given_plan, style=style)
+        assert system["content"] and user["content"]
+        for job_id in scenario.job_ids:
+            assert job_id in user["content"]

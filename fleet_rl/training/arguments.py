@@ -61,7 +61,7 @@ class FleetScriptArguments:
     )
     prompt_style: str = field(
         default="full",
-        metadata={"help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (compact: the tiny CPU model)."},
+        metadata={"help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (facts: small models)."},
     )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["fleet_reward"],
@@ -72,14 +72,19 @@ class FleetScriptArguments:
         metadata={
             "help": "single: one answer per prompt, scored by reward_funcs; refine: a refinement episode per "
             "rollout (TRL environment_factory, fleet_rl/env/trl_environment.py): the model may check drafts "
-            "with the check_plan tool before its answer; reward_funcs must include refinement_reward."
+            "with the check_plan tool before its answer; reward_funcs must include refinement_reward. "
+            "revise: a revision episode per rollout (fleet_rl/revision.py): each plan's verdict comes back "
+            "as a user message and the model revises, up to refine_max_turns plans, stopping once a plan "
+            "runs every job; no tool calls; reward_funcs [revision_reward]."
         },
     )
     refine_max_turns: int = field(
-        default=3, metadata={"help": "refine: turns per episode (checks + the answer), 2 to 16."}
+        default=3,
+        metadata={"help": "refine: turns per episode (checks + the answer); revise: plans; 2 to 16."},
     )
     refine_turn_cost: float = field(
-        default=0.01, metadata={"help": "refine: reward taken per check before the answer, 0 to 0.1."}
+        default=0.01,
+        metadata={"help": "refine: reward taken per check before the answer; revise: per revision; 0-0.1."},
     )
     env_base_urls: list[str] = field(
         default_factory=list,

@@ -14,7 +14,7 @@ from fleet_rl.prompts import PROMPT_STYLES
 from fleet_rl.smollm2 import SmolLM2Error, check_smollm2
 from fleet_rl.training.arguments import BACKENDS, LOCAL_MODELS, SFT_TARGETS, FleetScriptArguments
 from fleet_rl.training.dataset import check_task_mix
-from fleet_rl.training.reward_resolution import EPISODE_REWARD, resolve_reward_funcs
+from fleet_rl.training.reward_resolution import EPISODE_REWARD, REVISION_REWARD, resolve_reward_funcs
 
 __all__ = [
     "EPISODE_MODES",
@@ -124,11 +124,13 @@ def check_options(
     return reward_funcs
 
 
-EPISODE_MODES = ("single", "refine")
+EPISODE_MODES = ("single", "refine", "revise")
+EPISODE_MODE_REWARDS = {"refine": EPISODE_REWARD, "revise": REVISION_REWARD}  # each mode's episode reward
 
 
 def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
-    """``episode_mode`` and its reward agree; in refine mode, TRL's tool loop is bounded by the checks."""
+    """``episode_mode`` and its reward agree (revise: that reward alone); refine and revise have 2-16 turns
+    and a turn cost in [0, 0.1]; in refine mode, TRL's tool loop is bounded by the checks."""
     if script_args.episode_mode not in EPISODE_MODES:
         raise ValueError(
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
@@ -144,13 +146,20 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
     for name in ("env_connect_timeout_s", "env_call_timeout_s", "env_all_down_timeout_s"):
         if not getattr(script_args, name) > 0:
             raise ValueError(f"{name} must be > 0 seconds, got {getattr(script_args, name)}")
-    if refine != (EPISODE_REWARD in script_args.reward_funcs):
+    for mode, reward in EPISODE_MODE_REWARDS.items():
+        if (script_args.episode_mode == mode) != (reward in script_args.reward_funcs):
+            raise ValueError(
+                f"episode_mode {mode!r} goes with reward_funcs [{reward}] (the episode reward) and "
+                f"{reward} only with episode_mode {mode!r}; got episode_mode "
+                f"{script_args.episode_mode!r} and reward_funcs {list(script_args.reward_funcs)}"
+            )
+    if script_args.episode_mode == "revise" and list(script_args.reward_funcs) != [REVISION_REWARD]:
         raise ValueError(
-            f"episode_mode 'refine' goes with reward_funcs [{EPISODE_REWARD}] (the episode reward) and "
-            f"{EPISODE_REWARD} only with episode_mode 'refine'; got episode_mode "
-            f"{script_args.episode_mode!r} and reward_funcs {list(script_args.reward_funcs)}"
+            f"episode_mode 'revise' scores whole episodes: reward_funcs must be [{REVISION_REWARD}] alone "
+            "(a per-answer reward would read every plan of the conversation); got "
+            f"{list(script_args.reward_funcs)}"
         )
-    if not refine:
+    if script_args.episode_mode == "single":
         return
     if not 2 <= script_args.refine_max_turns <= 16:
         raise ValueError(
@@ -158,5 +167,5 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
         )
     if not 0.0 <= script_args.refine_turn_cost <= 0.1:
         raise ValueError(f"refine_turn_cost must be in [0, 0.1], got {script_args.refine_turn_cost}")
-    if getattr(training_args, "max_tool_calling_iterations", 0) is None:
+    if refine and getattr(training_args, "max_tool_calling_iterations", 0) is None:
         training_args.max_tool_calling_iterations = script_args.refine_max_turns - 1

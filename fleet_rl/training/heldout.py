@@ -20,6 +20,7 @@ import torch
 from fleet_rl.baselines import BASELINES
 from fleet_rl.prompts import format_answer
 from fleet_rl.training.dataset import planner_answer, scenario_rows
+from fleet_rl.training.setting_variety import distinct_settings_per_kind
 from rewards import fleet_reward, score_completions
 from rewards.scoring import CRASHES
 
@@ -57,6 +58,68 @@ def _generate(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int, 
     return answers
 
 
+def _generate_ids(
+    model, tokenizer, id_prompts: list[list[int]], max_new_tokens: int, batch_size: int
+) -> list[list[int]]:
+    """Greedy continuations of token-id prompts (left-padded in batches), each cut after its first end
+    token (kept), as TRL cuts its completions: what ``fleet_rl.revision.run_revisions`` appends."""
+    eos = tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+    continuations: list[list[int]] = []
+    was_training = model.training
+    model.eval()
+    try:
+        for start in range(0, len(id_prompts), batch_size):
+            batch = id_prompts[start : start + batch_size]
+            width = max(len(ids) for ids in batch)
+            input_ids = torch.tensor([[pad] * (width - len(ids)) + list(ids) for ids in batch])
+            attention_mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in batch])
+            with torch.no_grad():
+                output = model.generate(
+                    input_ids=input_ids.to(model.device),
+                    attention_mask=attention_mask.to(model.device),
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=pad,
+                    eos_token_id=eos,
+                )
+            for row in output[:, width:].tolist():
+                continuations.append(row[: row.index(eos) + 1] if eos in row else row)
+    finally:
+        model.train(was_training)
+    return continuations
+
+
+def _revised_answers(
+    model, tokenizer, rows: Sequence[dict], max_turns: int, max_new_tokens: int, batch_size: int
+) -> tuple[list[str], list[str], list[int]]:
+    """Greedy revision episodes (``fleet_rl.revision``) on ``rows``: (final answers, first answers, turns)."""
+    from fleet_rl.revision import run_revisions
+    from fleet_rl.training.revision_rollout import episode_request
+
+    tokenizer.padding_side = "left"
+    prompt_ids = [
+        tokenizer(
+            tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True),
+            add_special_tokens=False,
+        )["input_ids"]
+        for row in rows
+    ]
+    episodes = run_revisions(
+        prompt_ids,
+        [episode_request(row) for row in rows],
+        lambda contexts, turn: _generate_ids(model, tokenizer, contexts, max_new_tokens, batch_size),
+        tokenizer,
+        max_turns=max_turns,
+        eos_token_ids=[tokenizer.eos_token_id],
+    )
+    return (
+        [episode.final_answer for episode in episodes],
+        [episode.answers[0] for episode in episodes],
+        [episode.turns for episode in episodes],
+    )
+
+
 def summarise(
     rows: Sequence[dict], completions: Sequence[str], completion_tokens: Sequence[int] | None = None
 ) -> dict:
@@ -64,7 +127,9 @@ def summarise(
 
     ``crash_rate``: answers in which some job the author placed crashes (``oom``, ``unsupported`` or
     ``unstable``; each also on its own, ``<status>_rate``). ``mean_completion_tokens`` when the answers'
-    token counts are given (model policies)."""
+    token counts are given (model policies). ``distinct_settings_per_kind`` (overall only): how many distinct
+    (tensor_parallel, formats, kv_cache) settings the answers give the jobs they place, per job kind
+    (``fleet_rl.training.setting_variety``); one or two per kind is a template."""
     columns = {
         "scenario": [row["scenario"] for row in rows],
         "agent": [row["agent"] for row in rows],
@@ -90,6 +155,9 @@ def summarise(
         } | ({} if tokens is None else {"mean_completion_tokens": float(tokens[mask].mean())})
 
     summary = stats(np.ones(len(rows), dtype=bool))
+    summary["distinct_settings_per_kind"] = distinct_settings_per_kind(
+        [row["scenario"] for row in rows], completions
+    )
     summary["per_task"] = {task: stats(tasks == task) for task in dict.fromkeys(tasks.tolist())}
     return summary
 
@@ -105,17 +173,35 @@ def evaluate_policy(
     batch_size: int = 8,
     dataset_seed: int = EVAL_DATASET_SEED,
     num_samples: int = 3,
+    max_turns: int = 1,
 ) -> dict:
-    """Greedy answers to ``num_scenarios`` held-out prompts, scored (see ``summarise``), plus samples."""
+    """Greedy answers to ``num_scenarios`` held-out prompts, scored (see ``summarise``), plus samples.
+
+    With ``max_turns`` > 1 each prompt is a greedy revision episode (``fleet_rl.revision``: up to
+    ``max_turns`` plans, the kernel's verdict between them, stopping once a plan runs every job): the
+    summary scores the final plans, ``first_plan`` scores the first ones on their own, ``mean_turns`` is the
+    plans written per episode, and each sample keeps its first answer beside the final one."""
     rows = scenario_rows(
         tasks, num_scenarios, dataset_seed=dataset_seed, split="eval", prompt_style=prompt_style
     )
-    completions = _generate(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens, batch_size)
+    first_answers: list[str] | None = None
+    if max_turns > 1:
+        completions, first_answers, turns = _revised_answers(
+            model, tokenizer, rows, max_turns, max_new_tokens, batch_size
+        )
+    else:
+        completions = _generate(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens, batch_size)
     tokens = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in completions]
     summary = summarise(rows, completions, tokens)
+    if first_answers is not None:
+        first = summarise(rows, first_answers)
+        summary["first_plan"] = {key: value for key, value in first.items() if key != "per_task"}
+        summary["mean_turns"] = float(np.mean(turns))
+        summary["max_turns"] = max_turns
     summary["samples"] = [
         {"task": row["task"], "seed": row["seed"], "completion": completion}
-        for row, completion in list(zip(rows, completions, strict=True))[:num_samples]
+        | ({} if first_answers is None else {"first_completion": first_answers[k]})
+        for k, (row, completion) in enumerate(list(zip(rows, completions, strict=True))[:num_samples])
     ]
     return summary
 

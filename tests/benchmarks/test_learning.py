@@ -37,7 +37,7 @@ REQUIRED_KEYS |= {"command", "cpu", "scenario_fingerprint", "baselines", "delta_
 # the held-out settings of the tiny preset (configs/tiny_cpu.yaml) with --eval_scenarios 3
 TINY_SETTINGS = {
     "eval_scenarios": 3, "eval_tasks": ["easy"], "prompt_style": "compact", "max_new_tokens": 320,
-    "eval_batch_size": 8, "eval_dataset_seed": 7,
+    "eval_batch_size": 8, "eval_dataset_seed": 7, "eval_max_turns": 1,
 }  # fmt: skip
 
 
@@ -236,6 +236,49 @@ def test_render_gives_each_seeds_faults_start_to_after_when_the_summaries_have_t
     del result["after"]["per_seed"][1]["too_slow_rate"]  # a result from before a fault was counted
     assert "Share of the held-out answers" not in render(result)
     assert "Share of the held-out answers" not in render(_result())  # no per-seed summaries at all
+
+
+def test_render_gives_each_seeds_distinct_settings_per_kind_start_to_after():
+    result = _result()
+    start = {"distinct_settings_per_kind": {"lora": 3, "serve": 2, "train": 3}}
+    result["start"] = {**result["start"], "per_seed": [start]}  # one start shared by both seeds
+    result["after"] = {
+        **result["after"],
+        "per_seed": [
+            {"distinct_settings_per_kind": {"lora": 1, "serve": 1, "train": 1}},
+            {"distinct_settings_per_kind": {"lora": 4, "serve": 6, "train": 2}},
+        ],
+    }
+    line = next(line for line in render(result).splitlines() if line.startswith("Distinct settings"))
+    assert line == (
+        "Distinct settings (tensor_parallel, formats, kv_cache) the answers give each job kind, "
+        "start → after: "
+        "seed 0: lora 3 → 1, serve 2 → 1, train 3 → 1; seed 1: lora 3 → 4, serve 2 → 6, train 3 → 2."
+    )
+    del result["start"]["per_seed"][0]["distinct_settings_per_kind"]  # a result from before the counts
+    assert "Distinct settings" not in render(result)
+    assert "Distinct settings" not in render(_result())  # no per-seed summaries at all
+
+
+def test_revision_results_keep_and_render_the_first_plans_beside_the_final_ones():
+    from benchmarks.learning_run import _first_plan
+
+    def evaluation(first: list[float]) -> dict:
+        return {"per_scenario": {"first_percent_of_optimum": first}}
+
+    starts = [evaluation([10.0, 20.0, 30.0])] * 2  # one start shared by both seeds
+    afters = [evaluation([20.0, 20.0, 30.0]), evaluation([10.0, 30.0, 60.0])]
+    first = _first_plan(starts, afters, resamples=200)
+    assert first["start_percent_of_optimum"] == pytest.approx(20.0)
+    assert first["after_percent_of_optimum"] == pytest.approx(170.0 / 6)
+    assert first["paired"]["per_seed"] == pytest.approx([10.0 / 3, 40.0 / 3])
+    assert _first_plan([{"per_scenario": {}}], afters[:1], resamples=10) is None  # single plans
+    result = _result() | {"first_plan": first}
+    result["eval"] = result["eval"] | {"eval_max_turns": 4}
+    line = next(line for line in render(result).splitlines() if line.startswith("Each answer is a revision"))
+    assert "up to 4 plans" in line and "start 20.0 → after 28.3, after − start +8.3 [" in line
+    assert line.endswith("(seed 0 +3.3, seed 1 +13.3).")
+    assert "revision episode" not in render(_result())
 
 
 def test_render_from_the_command_line(tmp_path):

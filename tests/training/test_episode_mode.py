@@ -17,7 +17,7 @@ def _args(**overrides) -> FleetScriptArguments:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"episode_mode": "loop"}, "unknown episode_mode 'loop'; valid: single, refine"),
+        ({"episode_mode": "loop"}, "unknown episode_mode 'loop'; valid: single, refine, revise"),
         ({"episode_mode": "refine"}, "episode_mode 'refine' goes with reward_funcs \\[refinement_reward\\]"),
         ({"reward_funcs": ["refinement_reward"]}, "refinement_reward only with episode_mode 'refine'"),
         (
@@ -27,6 +27,16 @@ def _args(**overrides) -> FleetScriptArguments:
         (
             {"episode_mode": "refine", "reward_funcs": ["refinement_reward"], "refine_turn_cost": 0.5},
             "refine_turn_cost must be in \\[0, 0.1\\]",
+        ),
+        ({"episode_mode": "revise"}, "episode_mode 'revise' goes with reward_funcs \\[revision_reward\\]"),
+        ({"reward_funcs": ["revision_reward"]}, "revision_reward only with episode_mode 'revise'"),
+        (
+            {"episode_mode": "revise", "reward_funcs": ["revision_reward", "format_reward"]},
+            "reward_funcs must be \\[revision_reward\\] alone",
+        ),
+        (
+            {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "refine_max_turns": 17},
+            "refine_max_turns must be 2 to 16",
         ),
     ],
 )
@@ -46,6 +56,9 @@ def test_refine_bounds_the_tool_loop_by_the_checks_it_allows():
     check_episode_mode(args, training_args)
     assert training_args.max_tool_calling_iterations == 1
     check_episode_mode(_args(), SimpleNamespace(max_tool_calling_iterations=None))  # single: nothing to do
+    training_args = SimpleNamespace(max_tool_calling_iterations=None)  # revise: no tool loop to bound
+    check_episode_mode(_args(episode_mode="revise", reward_funcs=["revision_reward"]), training_args)
+    assert training_args.max_tool_calling_iterations is None
 
 
 def test_env_base_urls_need_refine_and_urls():
