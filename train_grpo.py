@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
             tasks=script_args.tasks,
             prompt_style=script_args.prompt_style,
             max_new_tokens=training_args.max_completion_length,
-            # a revising policy answers after at most three verdicts, as the learning benchmark scores it
+            # a revising policy answers after at most two verdicts, as the learning benchmark scores it
             max_turns=HELD_OUT_MAX_TURNS if script_args.episode_mode == "revise" else 1,
         )
         report = held_out()

@@ -125,7 +125,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         "--eval_max_turns",
         type=int,
         help="plans per held-out revision episode, the kernel's verdict between them (1: one plan; default "
-        "4 when the preset has episode_mode revise, else 1)",
+        "3 when the preset has episode_mode revise, else 1)",
     )
     parser.add_argument("--bootstrap_resamples", type=int, default=BOOTSTRAP_RESAMPLES)
     parser.add_argument("--output", help="the JSON result, e.g. benchmarks/results/learning_<preset>.json")

@@ -117,7 +117,7 @@ def eval_rows(settings: dict) -> list[dict]:
 
 def eval_settings(args: argparse.Namespace, script_args, training_args) -> dict:
     """What the held-out evaluation depends on: the benchmark's flags over the preset's (with its flags).
-    ``eval_max_turns``: plans per held-out episode, ``--eval_max_turns``, else 4 (three verdicts) when the
+    ``eval_max_turns``: plans per held-out episode, ``--eval_max_turns``, else 3 (two verdicts) when the
     preset trains on revision episodes (``episode_mode: revise``) and 1 otherwise."""
     max_turns = getattr(args, "eval_max_turns", None)
     if max_turns is None:

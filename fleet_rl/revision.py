@@ -34,7 +34,10 @@ __all__ = [
     "verdict_message",
 ]
 
-HELD_OUT_MAX_TURNS = 4  # a revising policy's held-out answer: its final plan after at most three verdicts
+# A revising policy's held-out answer: its final plan after at most two verdicts. Each turn costs a
+# generation pass over a longer context: on 2 CPU cores three plans keep the evaluation of 96 scenarios
+# within the budget of a learning-benchmark run (benchmarks/learning.py --eval_max_turns asks for more).
+HELD_OUT_MAX_TURNS = 3
 REVISE_REQUEST = "Revise the plan: fix what failed and answer with the whole corrected plan."
 _ANSWER_MARKER = "\u2063revision-answer\u2063"  # stands for an answer while rendering the chat template
 

@@ -195,5 +195,5 @@ def test_revision_episodes_train_through_a_rollout_func(tmp_path):
     assert {"rewards/revision_reward/mean", "revise/first_reward", "revise/turns_per_episode"} <= logged
     assert "tools/call_frequency" not in logged  # no tool loop
     report = json.loads((tmp_path / "run" / "eval_report.json").read_text())
-    assert report["max_turns"] == 4 and 1.0 <= report["mean_turns"] <= 4.0
+    assert report["max_turns"] == 3 and 1.0 <= report["mean_turns"] <= 3.0
     assert {"mean_percent_of_optimum", "valid_plan_rate"} <= set(report["first_plan"])
