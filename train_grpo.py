@@ -91,6 +91,13 @@ OUTPUTS = "outputs"  # runs write here (checkpoints, built models, wandb files);
 # trl 1.16 reads `model.is_gradient_checkpointing` before every generation and transformers 5.23 deprecates
 # it with a FutureWarning each time (two lines per GRPO step, nothing to act on: the attribute still works).
 warnings.filterwarnings("ignore", r"`is_gradient_checkpointing` is deprecated", FutureWarning)
+# With gradient checkpointing, trl 1.16 turns it off and on around every generation through
+# `gradient_checkpointing_disable/_enable`, which transformers 5.23 deprecates (two lines per step, from
+# trl's own code). And transformers 5.23 deprecates the `gradient_checkpointing` argument itself for
+# `activation_checkpointing`, which the GPU set's transformers 5.17 lacks, so the configs keep the old name.
+# Neither asks anything of the user (tests/training/test_quiet_steps.py: no warning repeats per step).
+warnings.filterwarnings("ignore", r"`gradient_checkpointing_(disable|enable)` is deprecated", FutureWarning)
+warnings.filterwarnings("ignore", r"`gradient_checkpointing` is deprecated", FutureWarning)
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRPOConfig, ModelConfig]:
