@@ -60,6 +60,7 @@ import logging  # noqa: E402
 import warnings  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import NoReturn  # noqa: E402
 
 import torch  # noqa: E402
 from transformers import ProgressCallback, TrainerCallback  # noqa: E402
@@ -107,7 +108,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRP
     try:
         script_args, training_args, model_args = parser.parse_args_and_config(argv)
     except ValueError as error:
-        parser.error(batch_hint(str(error)))
+        usage_error(no_gpu_hint(batch_hint(str(error)), argv))
     if str(training_args.resume_from_checkpoint).lower() in ("true", "last"):
         training_args.resume_from_checkpoint = True  # Trainer: the latest checkpoint in output_dir
     try:
@@ -115,9 +116,27 @@ def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRP
             script_args, training_args, model_args, cuda_available=torch.cuda.is_available()
         )
     except ValueError as error:
-        parser.error(str(error))
+        usage_error(str(error))
     script_args.resolved_reward_funcs = reward_funcs  # type: ignore[attr-defined]
     return script_args, training_args, model_args
+
+
+def usage_error(message: str) -> NoReturn:
+    """An option error: one message naming what to change, exit code 2, no usage dump (``--help`` has it)."""
+    print(f"train_grpo.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def no_gpu_hint(message: str, argv: list[str] | None) -> str:
+    """TRL's "doesn't support bf16/gpu" (a GPU recipe on a machine without CUDA) as what to run instead."""
+    if "support bf16/gpu" not in message:
+        return message
+    arguments = sys.argv[1:] if argv is None else argv
+    config = arguments[arguments.index("--config") + 1] if "--config" in arguments[:-1] else "this config"
+    return (
+        f"{config} is a GPU recipe (bf16 on CUDA) and this machine has no CUDA GPU; on a CPU run "
+        "configs/tiny_cpu.yaml or configs/smollm2_cpu.yaml, or add --use_cpu true --bf16 false"
+    )
 
 
 def keep_wandb_files_under_outputs(training_args: GRPOConfig) -> None:

@@ -87,6 +87,16 @@ def check_options(
             )
         if importlib.util.find_spec("vllm") is None:
             raise ValueError(f"use_vllm needs the vllm package: {GPU_INSTALL_HINT}")
+    if getattr(model_args, "load_in_4bit", False) and script_args.backend == "transformers":
+        from fleet_rl.training.bitsandbytes_backend import bitsandbytes_4bit_error
+
+        device = "cuda" if cuda_available and not getattr(training_args, "use_cpu", False) else "cpu"
+        problem = bitsandbytes_4bit_error(device)
+        if problem:
+            raise ValueError(
+                f"load_in_4bit needs bitsandbytes' 4-bit kernels and {problem}; reinstall the locked set "
+                f"(pip install -c constraints/cpu.txt -e .) or train without it (--load_in_4bit false)"
+            )
     if script_args.fast_inference and script_args.backend != "unsloth":
         raise ValueError(
             "fast_inference is an Unsloth option; with --backend transformers use --use_vllm instead"

@@ -10,6 +10,7 @@ Accelerate configs (``configs/accelerate/*.yaml``) are loaded with accelerate's 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from trl import GRPOConfig, ModelConfig, get_peft_config, get_quantization_confi
 import train_grpo
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.training.arguments import FleetScriptArguments
+from fleet_rl.training.checks import check_options
 from rewards import REWARD_FUNCS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -127,7 +129,10 @@ def test_qlora_recipe_values(bf16_gpu):
 )
 def test_gpu_recipe_on_a_cpu_machine_is_a_usage_error(capsys):
     message = parse_error(capsys, ["--config", QLORA])
-    assert "bf16" in message and "use_cpu" in message
+    assert message.strip().splitlines() == [
+        f"train_grpo.py: error: {QLORA} is a GPU recipe (bf16 on CUDA) and this machine has no CUDA GPU; "
+        "on a CPU run configs/tiny_cpu.yaml or configs/smollm2_cpu.yaml, or add --use_cpu true --bf16 false"
+    ]  # one line naming what to run instead, no usage dump
 
 
 def test_command_line_overrides_the_yaml():
@@ -187,6 +192,44 @@ def test_unsloth_backend_without_gpu(no_model_loading, capsys):
 def test_vllm_without_gpu(no_model_loading, capsys):
     message = main_error(capsys, ["--use_vllm", "true"])
     assert "use_vllm needs a CUDA GPU" in message and "--use_vllm" in message
+
+
+def test_an_option_error_is_one_line_without_the_usage_dump(no_model_loading, capsys):
+    message = main_error(capsys, ["--resample_flat_groups", "-1"])
+    assert len(message.strip().splitlines()) == 1 and "usage:" not in message
+
+
+@NO_CUDA
+def test_unsloth_backend_without_the_package(no_model_loading, capsys, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "unsloth" else real(name, *a)
+    )
+    with pytest.raises(
+        ValueError, match="backend 'unsloth' needs the unsloth package: pip install -c constraints/gpu"
+    ):
+        script_args, training_args, model_args = train_grpo.parse_args(["--config", TINY, "--sft_steps", "0"])
+        script_args.backend = "unsloth"
+        check_options(script_args, training_args, model_args, cuda_available=True)
+
+
+def test_load_in_4bit_without_a_working_bitsandbytes_backend(no_model_loading, capsys, monkeypatch):
+    """Simulated: bitsandbytes' NF4 kernels fail on this device. One line, before any model loads."""
+    import fleet_rl.training.bitsandbytes_backend as backend
+
+    monkeypatch.setattr(backend, "bitsandbytes_4bit_error", lambda device: f"no kernels on {device}")
+    message = main_error(capsys, ["--load_in_4bit", "true"])
+    assert message.strip().splitlines() == [
+        "train_grpo.py: error: load_in_4bit needs bitsandbytes' 4-bit kernels and no kernels on cpu; "
+        "reinstall the locked set (pip install -c constraints/cpu.txt -e .) or train without it "
+        "(--load_in_4bit false)"
+    ]
+
+
+def test_bitsandbytes_4bit_round_trips_on_this_cpu():
+    from fleet_rl.training.bitsandbytes_backend import bitsandbytes_4bit_error
+
+    assert bitsandbytes_4bit_error("cpu") is None
 
 
 def test_reward_weights_length_mismatch(no_model_loading, capsys):
