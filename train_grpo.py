@@ -15,8 +15,9 @@ The main recipe (Llama-3.1-8B-Instruct, 4-bit NF4 + LoRA; one 24-80 GB GPU), wit
 
 Any field of ``GRPOConfig``, ``ModelConfig`` or ``FleetScriptArguments`` (fleet_rl/training/arguments.py) is a
 YAML key and a command-line flag: ``--max_steps 4 --save_steps 2 --output_dir outputs/x --report_to none``.
-Resume with ``--resume_from_checkpoint outputs/x/checkpoint-4`` (or ``last``): optimizer, scheduler, RNG and
-step come back, so a killed run loses at most the steps since its last checkpoint. With ``report_to: wandb``
+Resume with ``--resume_from_checkpoint outputs/x/checkpoint-4`` (or ``last``, the newest complete checkpoint:
+one a kill left half-written is named and skipped): optimizer, scheduler, RNG and step come back, so a
+killed run loses at most the steps since its last complete checkpoint. With ``report_to: wandb``
 and no API key, wandb runs offline (``WANDB_MODE=offline``; ``wandb sync`` uploads later).
 
 What happens, top to bottom: parse → check options (before any model loads) → [local model] → [SFT warm
@@ -79,6 +80,7 @@ from fleet_rl.training.before_after import (  # noqa: E402
 )
 from fleet_rl.training.callbacks import ScriptArgumentsToWandb, ServerPoolMetrics  # noqa: E402
 from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
+from fleet_rl.training.complete_checkpoints import checkpoint_problem, newest_complete_checkpoint  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
 from fleet_rl.training.finished_run import finished_checkpoint, restore_finished  # noqa: E402
@@ -109,8 +111,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRP
         script_args, training_args, model_args = parser.parse_args_and_config(argv)
     except ValueError as error:
         usage_error(no_gpu_hint(batch_hint(str(error)), argv))
-    if str(training_args.resume_from_checkpoint).lower() in ("true", "last"):
-        training_args.resume_from_checkpoint = True  # Trainer: the latest checkpoint in output_dir
+    resume_from_complete_checkpoint(training_args)
     try:
         reward_funcs = check_options(
             script_args, training_args, model_args, cuda_available=torch.cuda.is_available()
@@ -119,6 +120,36 @@ def parse_args(argv: list[str] | None = None) -> tuple[FleetScriptArguments, GRP
         usage_error(str(error))
     script_args.resolved_reward_funcs = reward_funcs  # type: ignore[attr-defined]
     return script_args, training_args, model_args
+
+
+def resume_from_complete_checkpoint(training_args: GRPOConfig) -> None:
+    """``--resume_from_checkpoint last`` (or ``true``): the newest *complete* checkpoint in ``output_dir``
+    (fleet_rl/training/complete_checkpoints.py), naming the newer damaged ones, which stay in place; none
+    complete: train from the start. An explicit checkpoint that is incomplete is an option error."""
+    resume = training_args.resume_from_checkpoint
+    if not resume:
+        return
+    only_model = bool(getattr(training_args, "save_only_model", False))
+    if str(resume).lower() in ("true", "last"):
+        output_dir = training_args.output_dir
+        checkpoint, damaged = newest_complete_checkpoint(output_dir, save_only_model=only_model)
+        for path, problem in damaged:
+            print(
+                f"train_grpo.py: skipping the incomplete {path} ({problem}); left in place", file=sys.stderr
+            )
+        if checkpoint is None:
+            print(
+                f"train_grpo.py: no complete checkpoint in {output_dir}: training from the start",
+                file=sys.stderr,
+            )
+        training_args.resume_from_checkpoint = checkpoint
+        return
+    problem = checkpoint_problem(resume, save_only_model=only_model)
+    if problem:
+        usage_error(
+            f"checkpoint {resume} is incomplete: {problem}; resume from another with "
+            "--resume_from_checkpoint last (the newest complete one)"
+        )
 
 
 def usage_error(message: str) -> NoReturn:

@@ -101,13 +101,14 @@ def _start_description(script_args, model_args) -> str:
 
 
 def _interrupted_run(output_dir: Path, seed_settings: dict) -> str | None:
-    """The last checkpoint of a seed's unfinished run with today's settings and scenarios, else None."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete checkpoint of a seed's unfinished run with today's settings and scenarios, else
+    None (a checkpoint a kill left half-written does not count: fleet_rl/training/complete_checkpoints.py)."""
+    from fleet_rl.training.complete_checkpoints import newest_complete_checkpoint
 
     marker = output_dir / SEED_SETTINGS
     if not marker.exists() or json.loads(marker.read_text()) != json.loads(json.dumps(seed_settings)):
         return None
-    checkpoint = get_last_checkpoint(str(output_dir))
+    checkpoint, _ = newest_complete_checkpoint(output_dir)
     return Path(checkpoint).name if checkpoint else None
 
 

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from transformers import TrainerCallback
-from transformers.trainer_utils import get_last_checkpoint
+
+from fleet_rl.training.complete_checkpoints import newest_complete_checkpoint
 
 __all__ = [
     "TIMINGS_FILE",
@@ -133,7 +134,7 @@ def train_seed(seed: int, config: str, train_flags: list[str], output_dir: Path)
         "--config", config, *train_flags, "--seed", str(seed), "--output_dir", str(output_dir),
         "--eval_scenarios", "0", "--report_to", "none",
     ]  # fmt: skip
-    checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    checkpoint, _ = newest_complete_checkpoint(output_dir)  # a checkpoint a kill left half-written is skipped
     if checkpoint:
         argv += ["--resume_from_checkpoint", checkpoint]
     parsed = train_grpo.parse_args(argv)

@@ -24,7 +24,7 @@ def finished_checkpoint(training_args) -> str | None:
     resume = training_args.resume_from_checkpoint
     if not resume:
         return None
-    if resume is True:
+    if resume is True:  # train_grpo.py has resolved "last" to a path; True comes from other callers
         output_dir = Path(training_args.output_dir)
         checkpoint = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
     else:

@@ -17,7 +17,9 @@ from benchmarks.learning_train import (
     checkpoint_timings,
     trl_profiling_totals,
 )
+from fleet_rl.training.complete_checkpoints import newest_complete_checkpoint
 from tests.benchmarks.test_learning_start_cache import _evaluation, _fake_train_seed, _model
+from tests.training.test_complete_checkpoints import _complete
 
 
 def _args(tmp_path: Path, model: Path, *flags: str, reuse: bool = True):
@@ -30,9 +32,11 @@ def _args(tmp_path: Path, model: Path, *flags: str, reuse: bool = True):
 
 
 def _interrupted_after_one_step(seed, config, flags, output_dir):
-    """A training run killed after its first checkpoint (as a session's end or a crash would)."""
-    (output_dir / "checkpoint-1").mkdir(parents=True)
-    (output_dir / "checkpoint-1" / "trainer_state.json").write_text('{"global_step": 1}')
+    """A training run killed after its first checkpoint (as a session's end or a crash would), and during
+    its second save (a half-written checkpoint-2, which a resume skips)."""
+    _complete(output_dir / "checkpoint-1", 1)
+    (output_dir / "checkpoint-2").mkdir()
+    (output_dir / "checkpoint-2" / "optimizer.pt").write_bytes(b"PK\x03\x04 truncated")
     raise KeyboardInterrupt
 
 
@@ -50,8 +54,9 @@ def _run_recording_checkpoints(tmp_path: Path, model: Path, monkeypatch, *flags:
 
     def train_seed(seed, config, train_flags, output_dir):
         found.extend(sorted(path.name for path in output_dir.glob("checkpoint-*")))
+        resumed, _ = newest_complete_checkpoint(output_dir)  # as learning_train.train_seed picks it
         argv, trained = finish(seed, config, train_flags, output_dir)
-        return argv, trained | {"resumed_from": found[-1] if found else None}
+        return argv, trained | {"resumed_from": Path(resumed).name if resumed else None}
 
     monkeypatch.setattr(learning_run, "train_seed", train_seed)
     monkeypatch.setattr(learning_run, "evaluate", lambda *arguments: _evaluation(10.0))
@@ -63,7 +68,7 @@ def test_an_interrupted_seed_resumes_from_its_checkpoint(tmp_path, monkeypatch, 
     model = _model(tmp_path / "base")
     _run_interrupted(tmp_path, model, monkeypatch)
     found, result = _run_recording_checkpoints(tmp_path, model, monkeypatch)
-    assert found == ["checkpoint-1"]  # kept for the trainer to resume from
+    assert found == ["checkpoint-1", "checkpoint-2"]  # both kept in place; the trainer resumes from 1
     assert "seed 0: resuming the interrupted run" in capsys.readouterr().err
     assert result["resumed_from"] == ["checkpoint-1"]
 
