@@ -4,6 +4,7 @@
     python benchmarks/server_load.py --quick      # fewer steps, for a smoke test
     python benchmarks/server_load.py --soak 600   # 16 sessions for 60 s warm-up + 600 s (server_soak.py)
     python benchmarks/server_load.py --ws-compression   # the server negotiates permessage-deflate (A/B)
+    python benchmarks/server_load.py --silent 200 --quick  # 200 silent connections beside 16 working sessions
 
 It starts ``python -m fleet_rl.server`` in a child process on 127.0.0.1 (no web UI) and drives it from this
 process with ``FleetEnv`` async clients (one WebSocket session each), at 1 session and at 16 concurrent
@@ -30,30 +31,49 @@ With ``--soak SECONDS`` it runs the soak instead (``benchmarks/server_soak.py``:
 pool for ``--warmup-s`` (default 60) plus SECONDS; steps, errors, p50/p99, the server's RSS after the
 warm-up and at the end, and whether the soak goal was met); the report's ``machine`` section then also
 holds the load average at the start and the end, since other work on the machine moves the figures.
+
+With ``--silent N`` it measures the server's eviction of silent sessions instead (``fleet_rl/server/
+eviction.py``): a server with ``--max-sessions`` (default 64) and ``--evict-silent-after-s`` (default 5 s
+here, 1 s with ``--quick``; the server's own default is 30 s) serves 16 working sessions (the episodes
+above, back to back; a failure counts an error and the session reconnects), first alone for a while, then
+beside N silent connections opened at once. Each silent connection sends one reset and then nothing; while
+the server is full and none of its sessions has been silent long enough, it is refused and tries again
+after about a second, until it has held a session once; then it stays silent until the server evicts it
+(close code 4408) or the run ends. Once every silent connection has held a session, a newcomer
+(``FleetEnv``) asks for one, retrying every 0.25 s while refused. Reported: the working sessions' errors
+and step p50/p99 alone and during the flood, how many silent connections held a session, were evicted
+(with a sample close reason) or refused, the newcomer's wait for a session, and the server's RSS before the
+flood, at its peak during it and after the silent connections closed; ``goal``: 0 working errors, step
+p99 under 50 ms during the flood, the newcomer served within the eviction threshold plus 2 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
+import random
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import cpu_model, git_state  # noqa: E402
-from benchmarks.process_memory import child_pid_with, cpu_s  # noqa: E402
+from benchmarks.process_memory import child_pid_with, cpu_s, rss_mb  # noqa: E402
 from benchmarks.server_soak import run_soak  # noqa: E402
 from fleet_rl.baselines import heuristic  # noqa: E402
-from fleet_rl.client import FleetAction, FleetEnv  # noqa: E402
+from fleet_rl.client import FleetAction, FleetEnv, ServerFull  # noqa: E402
 from fleet_rl.prompts import format_answer  # noqa: E402
 from fleet_rl.scenario_generator import TASKS  # noqa: E402
+from fleet_rl.server.eviction import EVICTED_CLOSE_CODE  # noqa: E402
 from fleet_rl.server.subprocess_server import server_process  # noqa: E402
 from fleet_rl.training.dataset import planner_answer  # noqa: E402
 
@@ -155,6 +175,191 @@ def _soak_report(soak_s: float, warmup_s: float, answers: dict, ws_compression: 
     return {"benchmark": "server_soak", "machine": machine, "ws_compression": ws_compression, **sections}
 
 
+WORKING_SESSIONS = 16
+SILENT_GOAL = {"working_errors": 0, "step_p99_ms_below": 50.0, "newcomer_within_threshold_plus_s": 2.0}
+
+
+@dataclass
+class _Working:
+    """What the working sessions record: step latencies (s) per phase of the run, and every error."""
+
+    phase: str = "alone"
+    step_s: dict[str, list[float]] = field(default_factory=lambda: {"alone": [], "flood": [], "after": []})
+    errors: list[str] = field(default_factory=list)
+    stop: bool = False
+
+
+@dataclass
+class _Flood:
+    """What the silent connections saw."""
+
+    held: int = 0  # connections that got a session
+    evicted: int = 0  # ... and were closed by the server with EVICTED_CLOSE_CODE
+    refused: int = 0  # refused tries: the server full, every session in use
+    gave_up: int = 0  # connections that ended on an unexpected error frame
+    close_reasons: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+async def _working_session(base_url: str, index: int, answers: dict, work: _Working) -> None:
+    k = index * 7
+    while not work.stop:
+        try:
+            async with FleetEnv(base_url=base_url, message_timeout_s=30) as env:
+                while not work.stop:
+                    task, seed = POOL[k % len(POOL)]
+                    answer = '{"jobs": [' if k % 4 == 3 else answers[task, seed]
+                    k += 1
+                    await env.reset(task=task, seed=seed)
+                    t0, phase = time.perf_counter(), work.phase
+                    await env.step(FleetAction(plan=answer))
+                    work.step_s[phase].append(time.perf_counter() - t0)
+        except Exception as error:  # every failure of a working session is what this run counts
+            work.errors.append(f"session {index}: {type(error).__name__}: {error}"[:300])
+            await asyncio.sleep(0.1)
+
+
+async def _silent_connection(ws_url: str, flood: _Flood) -> None:
+    """One reset, then silence (see the module docstring); refused, it tries again after about 1 s."""
+    reset = json.dumps({"type": "reset", "data": {"task": "easy", "seed": 0}})
+    while True:
+        try:
+            async with websockets.connect(
+                ws_url, compression=None, ping_interval=None, open_timeout=60
+            ) as ws:
+                with contextlib.suppress(websockets.ConnectionClosed):  # refused: its error frame is queued
+                    await ws.send(reset)
+                answer = json.loads(await ws.recv())
+                if answer["type"] == "observation":
+                    flood.held += 1
+                    try:
+                        await ws.recv()  # nothing comes: the server can only close it
+                    except websockets.ConnectionClosed as closed:
+                        if closed.rcvd is not None and closed.rcvd.code == EVICTED_CLOSE_CODE:
+                            flood.evicted += 1
+                            flood.close_reasons.append(closed.rcvd.reason)
+                        else:
+                            flood.errors.append(f"closed: {closed}"[:300])
+                    return
+                if answer["data"]["code"] != "CAPACITY_REACHED":
+                    flood.errors.append(f"error frame: {answer['data']}"[:300])
+                    flood.gave_up += 1
+                    return
+                flood.refused += 1
+        except (OSError, websockets.WebSocketException) as error:
+            flood.errors.append(f"{type(error).__name__}: {error}"[:300])
+        await asyncio.sleep(random.uniform(0.5, 1.5))
+
+
+async def _newcomer_wait(base_url: str, limit_s: float) -> tuple[float | None, int]:
+    """Seconds until a new client gets a session (retrying every 0.25 s while refused; None if not within
+    ``limit_s``), and its tries."""
+    start, tries = time.perf_counter(), 0
+    while time.perf_counter() - start < limit_s:
+        tries += 1
+        try:
+            async with FleetEnv(base_url=base_url, message_timeout_s=30) as env:
+                await env.reset(task="easy", seed=1)
+                return time.perf_counter() - start, tries
+        except ServerFull:
+            await asyncio.sleep(0.25)
+    return None, tries
+
+
+def _latency(step_s: list[float]) -> dict:
+    step_ms = 1000 * np.array(step_s)
+    percentile = {q: round(float(np.percentile(step_ms, q)), 2) if step_s else None for q in (50, 99)}
+    return {"steps": len(step_s), "step_p50_ms": percentile[50], "step_p99_ms": percentile[99]}
+
+
+async def _silent_run(
+    base_url: str,
+    server_pid: int | None,
+    silent: int,
+    free_slots: int,
+    evict_s: float,
+    quick: bool,
+    answers: dict,
+) -> dict:
+    alone_s, settle_s = (2.0, 1.0) if quick else (10.0, 3.0)
+    work, flood, rss = _Working(), _Flood(), {}
+    workers = [
+        asyncio.create_task(_working_session(base_url, i, answers, work)) for i in range(WORKING_SESSIONS)
+    ]
+    await asyncio.sleep(alone_s)
+    rss["before"] = rss_mb(server_pid) if server_pid else None
+    work.phase, flood_start = "flood", time.perf_counter()
+    ws_url = base_url.replace("http://", "ws://") + "/ws"
+    connections = [asyncio.create_task(_silent_connection(ws_url, flood)) for _ in range(silent)]
+    rounds = -(-silent // max(1, free_slots))  # the slots go round this many times
+    deadline, peak = flood_start + 30.0 + 3 * evict_s * rounds, 0.0
+    while flood.held + flood.gave_up < silent and time.perf_counter() < deadline:
+        await asyncio.sleep(0.25)
+        peak = max(peak, rss_mb(server_pid) or 0.0) if server_pid else peak
+    flood_s = time.perf_counter() - flood_start
+    newcomer_s, newcomer_tries = await _newcomer_wait(base_url, limit_s=evict_s + 60)
+    peak = max(peak, rss_mb(server_pid) or 0.0) if server_pid else peak
+    work.phase = "after"
+    for connection in connections:
+        connection.cancel()
+    await asyncio.gather(*connections, return_exceptions=True)
+    await asyncio.sleep(settle_s)
+    rss["during_peak"], rss["after"] = (peak or None), rss_mb(server_pid) if server_pid else None
+    work.stop = True
+    await asyncio.gather(*workers)
+    during = _latency(work.step_s["flood"])
+    newcomer_limit_s = evict_s + SILENT_GOAL["newcomer_within_threshold_plus_s"]
+    checks = {
+        "no_working_errors": len(work.errors) == SILENT_GOAL["working_errors"],
+        "step_p99": during["step_p99_ms"] is not None
+        and during["step_p99_ms"] < SILENT_GOAL["step_p99_ms_below"],
+        "newcomer_served": newcomer_s is not None and newcomer_s <= newcomer_limit_s,
+        "every_silent_connection_held_a_session": flood.held == silent,
+    }
+    return {
+        "working": {
+            "sessions": WORKING_SESSIONS,
+            "errors": len(work.errors),
+            "error_samples": work.errors[:5],
+            "alone": _latency(work.step_s["alone"]),
+            "during_flood": during,
+            "after": _latency(work.step_s["after"]),
+        },
+        "silent": {
+            "connections": silent,
+            "held_a_session": flood.held,
+            "evicted": flood.evicted,
+            "still_holding_at_the_newcomer": flood.held - flood.evicted,
+            "refused_tries": flood.refused,
+            "close_reason_sample": flood.close_reasons[-1] if flood.close_reasons else None,
+            "errors": len(flood.errors),
+            "error_samples": flood.errors[:5],
+            "flood_s": round(flood_s, 2),
+        },
+        "newcomer": {"served_after_s": newcomer_s and round(newcomer_s, 3), "tries": newcomer_tries},
+        "server_rss_mb": {key: round(mb, 1) if mb else None for key, mb in rss.items()},
+        "goal": {"target": SILENT_GOAL, "checks": checks, "met": all(checks.values())},
+    }
+
+
+def _silent_report(silent: int, max_sessions: int, evict_s: float, quick: bool, answers: dict) -> dict:
+    machine = _machine()
+    load_start = [round(load, 2) for load in os.getloadavg()]
+    extra_args = ("--max-sessions", str(max_sessions), "--evict-silent-after-s", str(evict_s))
+    with server_process(extra_args=extra_args) as base_url:
+        server_pid = child_pid_with("fleet_rl.server", "--port", base_url.rsplit(":", 1)[1])
+        asyncio.run(_level(base_url, 4, len(POOL) // 4 + 1, answers))  # warm-up: solve the pool once
+        free_slots = max_sessions - WORKING_SESSIONS
+        sections = asyncio.run(_silent_run(base_url, server_pid, silent, free_slots, evict_s, quick, answers))
+    machine = {
+        **machine,
+        "load_average_1_5_15_min_start": load_start,
+        "load_average_1_5_15_min_end": [round(load, 2) for load in os.getloadavg()],
+    }
+    server = {"max_sessions": max_sessions, "evict_silent_after_s": evict_s}
+    return {"benchmark": "server_load_silent", "machine": machine, "server": server, **sections}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke test)")
@@ -165,10 +370,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--ws-compression", action="store_true", help="server with permessage-deflate on (A/B)"
     )
+    parser.add_argument(
+        "--silent", type=int, metavar="N", help="N silent connections beside 16 working sessions instead"
+    )
+    parser.add_argument(
+        "--max-sessions", type=int, default=64, help="the server's, with --silent (default 64)"
+    )
+    parser.add_argument(
+        "--evict-silent-after-s", type=float, help="the server's, with --silent (default 5; 1 with --quick)"
+    )
     args = parser.parse_args(argv)
     if args.soak is not None and (args.soak <= 0 or args.warmup_s < 0):
         parser.error("--soak must be > 0 and --warmup-s >= 0")
+    if args.silent is not None and (args.silent < 1 or args.max_sessions <= WORKING_SESSIONS):
+        parser.error(f"--silent must be >= 1 and --max-sessions > {WORKING_SESSIONS} (the working sessions)")
     answers = _answers()
+    if args.silent is not None:
+        evict_s = args.evict_silent_after_s or (1.0 if args.quick else 5.0)
+        report = _silent_report(args.silent, args.max_sessions, evict_s, args.quick, answers)
+        print(json.dumps(report, indent=2))
+        return
     if args.soak is not None:
         print(json.dumps(_soak_report(args.soak, args.warmup_s, answers, args.ws_compression), indent=2))
         return

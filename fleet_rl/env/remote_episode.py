@@ -12,7 +12,7 @@ It makes the ``FleetEnvironment`` calls ``FleetToolEnvironment`` makes, over one
 Failover with replay: an episode is determined by its request (the ``reset`` parameters: the row's
 scenario, task, seed and agent, the turns and their cost) and the drafts checked so far, and every server
 scores with the same code. So when a call fails for a reason of the server's (``server_fault``: refused,
-reset, timed out, session lost, at capacity), the episode marks that server down in the pool, opens a
+reset, timed out, session lost, at capacity, evicted), the episode marks that server down in the pool, opens a
 session on the next healthy server, resets it with the same request, checks the same drafts again (their
 rewards must come out equal, else ``ReplayMismatch``), and retries the call: its answer, and the episode
 reward, are exactly what the lost session would have given. This repeats (after the first move with a
@@ -22,7 +22,9 @@ failing over that long (every server full, say, while their other sessions work)
 (an error frame about the request) is raised as it is, with no failover.
 
 A closed socket is a lost session: openenv's client would reconnect on the next call, to a new session
-without the episode in it (``_EpisodeSession`` refuses to, and the episode is replayed instead).
+without the episode in it (``_EpisodeSession`` refuses to, and the episode is replayed instead). A socket
+the server closed to evict the session (it was full, and the session silent while the model wrote its next
+turn) raises ``SessionEvicted`` and is replayed the same way.
 """
 
 from __future__ import annotations
@@ -182,7 +184,8 @@ def _close_in_background(client) -> None:
 
 class _EpisodeSession(FleetEnv):
     """``FleetEnv`` that never reconnects by itself once its session is open: a closed socket means the
-    server-side episode is gone, which the episode handles by replaying it (``SessionLost``)."""
+    server-side episode is gone, which the episode handles by replaying it (``SessionLost``, or
+    ``SessionEvicted`` when the server closed it to make room)."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -191,6 +194,7 @@ class _EpisodeSession(FleetEnv):
     async def _connect_async(self):
         ws = self._ws
         if self._opened and (ws is None or ws.state in (State.CLOSING, State.CLOSED)):
+            self._raise_if_evicted()
             raise SessionLost(f"the session on {self._base_url} closed: its episode is gone")
         await super()._connect_async()
         self._opened = True

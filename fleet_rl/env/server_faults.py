@@ -8,9 +8,10 @@ client (``fleet_rl.client.FleetEnv``) is:
 
 - the server's fault (returns a short reason): the connection was refused, reset or closed (the server
   died, restarted, or closed the session: a reaped session is a closed socket), a call or the handshake
-  timed out, or the server answered with an error frame about itself: ``CAPACITY_REACHED`` (at capacity:
-  ``--max-sessions`` sessions are open), ``FACTORY_ERROR`` or ``SESSION_ERROR`` (it could not make or keep
-  a session);
+  timed out, the server evicted the session (``SessionEvicted``: it was full and this session had been
+  silent for its ``--evict-silent-after-s``), or the server answered with an error frame about itself:
+  ``CAPACITY_REACHED`` (``ServerFull``: ``--max-sessions`` sessions are open and in use),
+  ``FACTORY_ERROR`` or ``SESSION_ERROR`` (it could not make or keep a session);
 - the request's own fault (returns ``None``): every other error frame (``EXECUTION_ERROR``: the episode
   refused the request, e.g. a step after the episode is done; ``VALIDATION_ERROR``, ``INVALID_JSON``,
   ``UNKNOWN_TYPE``) and any other exception (a bug of ours is no reason to mark servers dead).
@@ -25,6 +26,8 @@ import asyncio
 import re
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from fleet_rl.client import ServerFull, SessionEvicted
 
 __all__ = ["SERVER_ERROR_CODES", "SessionLost", "server_fault"]
 
@@ -44,6 +47,10 @@ class SessionLost(ConnectionResetError):
 def server_fault(error: BaseException) -> str | None:
     """A short reason when ``error`` is the server's fault, ``None`` when it is the request's own (see the
     module docstring)."""
+    if isinstance(error, ServerFull):
+        return "at capacity"
+    if isinstance(error, SessionEvicted):
+        return "session evicted (silent while the server was full)"
     if isinstance(error, RuntimeError) and not isinstance(error, ConnectionError):
         match = ERROR_FRAME.match(str(error))
         if match is None:

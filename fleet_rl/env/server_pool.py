@@ -13,9 +13,9 @@ One pool serves every episode of a training run (``train_grpo.py`` makes it once
 - ``acquire`` picks the healthy server with the fewest sessions of this pool (ties in turn), and counts the
   session there until ``release``.
 - ``mark_down`` takes a server out when a call to it failed (refused, reset, timed out, session lost, at
-  capacity: ``fleet_rl/env/server_faults.py`` says which errors count). A server that is down is retried
-  with backoff (``retry_initial_s`` doubling up to ``retry_max_s``): once its retry is due, the next
-  ``acquire`` or ``should_move`` has its ``/health`` asked in the background (within
+  capacity, session evicted: ``fleet_rl/env/server_faults.py`` says which errors count). A server that is
+  down is retried with backoff (``retry_initial_s`` doubling up to ``retry_max_s``): once its retry is due,
+  the next ``acquire`` or ``should_move`` has its ``/health`` asked in the background (within
   ``connect_timeout_s``), and it is re-admitted if it answers 200.
   ``mark_ok`` (a call succeeded) ends its streak of failures and resets the backoff.
 - When every server is down, ``acquire`` waits for a retry to bring one back, but not forever: once every

@@ -6,7 +6,9 @@ measures it). WebSocket frames are capped at the request-body limit (``ws_max_si
 that connection with code 1009 and the server goes on serving). WebSocket compression (permessage-deflate)
 is off unless ``--ws-compression``: an observation is ~7 KB of JSON, and deflating it on both ends cost as
 much CPU as the environment's step itself (a py-spy profile of the server at one session), which a server
-and its trainer on one network do not need; turn it on for a slow link.
+and its trainer on one network do not need; turn it on for a slow link. While all ``--max-sessions`` slots
+are taken, a newcomer gets the slot of the session silent longest, if for ``--evict-silent-after-s`` (30 s)
+or more; that session's socket is closed with code 4408 (``fleet_rl/server/eviction.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from fleet_rl.server.app import (
+    DEFAULT_EVICT_SILENT_AFTER_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TIMEOUT_S,
@@ -33,6 +36,13 @@ def main(argv: list[str] | None = None) -> None:
         type=float,
         default=DEFAULT_SESSION_TIMEOUT_S,
         help="idle sessions are closed after this many seconds",
+    )
+    parser.add_argument(
+        "--evict-silent-after-s",
+        type=float,
+        default=DEFAULT_EVICT_SILENT_AFTER_S,
+        help="while every session slot is taken, a newcomer gets the slot of the session silent longest, "
+        "if for this many seconds or more (its socket closes with code 4408); 0 turns eviction off",
     )
     parser.add_argument(
         "--max-body-bytes",
@@ -57,6 +67,7 @@ def main(argv: list[str] | None = None) -> None:
         max_sessions=args.max_sessions,
         session_timeout_s=args.session_timeout_s,
         max_body_bytes=args.max_body_bytes,
+        evict_silent_after_s=args.evict_silent_after_s,
         web=not args.no_web,
     )
     uvicorn.run(

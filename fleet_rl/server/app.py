@@ -8,7 +8,9 @@ reaped after ``session_timeout_s``) and the Gradio UI at ``/web``. It adds ``/ta
 guard that refuses malformed JSON in bodies and WebSocket frames (``fleet_rl/server/input_guard.py``: not
 UTF-8, non-finite numbers, lone surrogates), and exception handlers that turn the caller's mistakes into 4xx
 answers that can always be written (``fleet_rl/server/error_responses.py``): validation errors 422,
-``EpisodeError`` 400 for a bad parameter and 409 for a step before reset or after done.
+``EpisodeError`` 400 for a bad parameter and 409 for a step before reset or after done. While every session
+slot is taken, a newcomer gets the slot of a session silent for ``evict_silent_after_s`` or more, whose
+socket is closed with code 4408 (``fleet_rl/server/eviction.py``; 0 or less turns that off).
 
 HTTP ``/reset`` and ``/step`` are stateless in openenv (each builds a fresh environment), so an episode runs
 over ``/ws``: ``fleet_rl.client.FleetEnv`` does that.
@@ -22,11 +24,18 @@ from openenv.core.env_server.types import ConcurrencyConfig
 
 from fleet_rl.env import FleetAction, FleetEnvironment, FleetObservation, FleetState
 from fleet_rl.server.error_responses import install_error_handlers
+from fleet_rl.server.eviction import DEFAULT_EVICT_SILENT_AFTER_S, install_eviction
 from fleet_rl.server.input_guard import StrictJSONInput
 from fleet_rl.server.limits import BodySizeLimit
 from fleet_rl.server.routes import router
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_TIMEOUT_S", "create_fleet_app"]
+__all__ = [
+    "DEFAULT_EVICT_SILENT_AFTER_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_TIMEOUT_S",
+    "create_fleet_app",
+]
 
 DEFAULT_MAX_SESSIONS = 64
 DEFAULT_SESSION_TIMEOUT_S = 600.0
@@ -38,6 +47,7 @@ def create_fleet_app(
     max_sessions: int = DEFAULT_MAX_SESSIONS,
     session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    evict_silent_after_s: float = DEFAULT_EVICT_SILENT_AFTER_S,
     web: bool = True,
 ) -> FastAPI:
     """The fleet environment server's ASGI app (see the module docstring)."""
@@ -53,4 +63,6 @@ def create_fleet_app(
     install_error_handlers(app)
     app.add_middleware(StrictJSONInput)  # added first, so it runs after BodySizeLimit has bounded the body
     app.add_middleware(BodySizeLimit, max_body_bytes=max_body_bytes)
+    if evict_silent_after_s > 0:
+        install_eviction(app, evict_silent_after_s)  # added last: its middleware sees every frame first
     return app

@@ -50,3 +50,32 @@ def test_soak_arguments_are_checked():
     for argv in (["--soak", "0"], ["--soak", "5", "--warmup-s", "-1"]):
         with pytest.raises(SystemExit):
             server_load.main(argv)
+
+
+def test_a_quick_silent_run_reports_working_sessions_evictions_the_newcomer_and_memory(capsys):
+    server_load.main(["--silent", "12", "--max-sessions", "20", "--quick"])  # 4 slots free for 12 silent
+    report = json.loads(capsys.readouterr().out)
+    assert report["benchmark"] == "server_load_silent"
+    assert report["server"] == {"max_sessions": 20, "evict_silent_after_s": 1.0}
+    working, silent = report["working"], report["silent"]
+    assert working["sessions"] == 16 and working["errors"] == 0, working["error_samples"]
+    for phase in ("alone", "during_flood", "after"):
+        latency = working[phase]
+        assert latency["steps"] > 0 and 0 < latency["step_p50_ms"] <= latency["step_p99_ms"]
+    assert silent["connections"] == silent["held_a_session"] == 12 and silent["errors"] == 0
+    assert silent["evicted"] >= 12 - 4  # all but the last 4 to get a slot made way for the next
+    assert silent["refused_tries"] > 0  # while every silent session was younger than the threshold
+    assert silent["close_reason_sample"].startswith("evicted: silent for ")
+    assert silent["close_reason_sample"].endswith(" s while the server was full (20/20 sessions)")
+    assert 0 < report["newcomer"]["served_after_s"] <= 1.0 + 2.0  # the threshold, and a margin
+    assert report["goal"]["checks"]["newcomer_served"]
+    assert all(report["server_rss_mb"][key] > 50 for key in ("before", "during_peak", "after"))
+    assert set(report["goal"]["checks"]) == {
+        "no_working_errors", "step_p99", "newcomer_served", "every_silent_connection_held_a_session",
+    }  # fmt: skip
+
+
+def test_silent_arguments_are_checked():
+    for argv in (["--silent", "0"], ["--silent", "5", "--max-sessions", "16"]):  # 16: the working sessions
+        with pytest.raises(SystemExit):
+            server_load.main(argv)

@@ -1,5 +1,6 @@
-"""Episodes outlive their server: real server processes on 127.0.0.1 are killed, restarted, hung or full, and
-every episode still finishes with the in-process reward for the same drafts and answer.
+"""Episodes outlive their server: real server processes on 127.0.0.1 are killed, restarted, hung or full, or
+evict a silent episode's session, and every episode still finishes with the in-process reward for the same
+drafts and answer.
 
 The CPU models never call the tool, so these drive the episodes by hand: ``reset(**row)``, ``check_plan``
 with drafts, ``refinement_reward`` with the answer, as TRL would. Each test is bounded in time; a server
@@ -8,18 +9,20 @@ takes a few seconds to start (more on a busy machine), so each test starts its s
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
 import pytest
 
 from fleet_rl.baselines import even_bf16, heuristic
+from fleet_rl.client import FleetEnv
 from fleet_rl.env.models import FleetAction
 from fleet_rl.env.remote_episode import RemoteEpisode
 from fleet_rl.env.server_pool import AllServersDown, ServerPool
 from fleet_rl.env.trl_environment import FleetToolEnvironment, refinement_reward
 from fleet_rl.prompts import format_answer
-from fleet_rl.server.subprocess_server import free_port
+from fleet_rl.server.subprocess_server import free_port, server_process
 from fleet_rl.training.dataset import planner_answer, scenario_rows
 from tests.env.live_servers import LiveServer, SilentServer, start_all
 
@@ -172,6 +175,24 @@ def test_a_server_at_capacity_sends_the_episode_to_another_server(steady):
     assert pool.failovers == 1
     for env in envs:
         env._env.close()  # free `full`'s one session for the next test
+
+
+def test_an_episode_evicted_while_silent_on_a_full_server_is_replayed(caplog):
+    extra_args = ("--max-sessions", "1", "--evict-silent-after-s", "0.5")
+    with server_process(extra_args=extra_args) as url, caplog.at_level(logging.INFO):
+        pool = ServerPool([url], connect_timeout_s=2, call_timeout_s=5, retry_initial_s=0.2)
+        env = FleetToolEnvironment(TURNS, COST, pool=pool)
+        row = ROWS[3]
+        env.reset(**row)
+        first = env.check_plan(_drafts(row)[0])
+        time.sleep(0.8)  # the model writes its next turn, and another client comes
+        with FleetEnv(base_url=url).sync() as newcomer:
+            newcomer.reset(task="easy", seed=1)  # the server is full: the silent episode makes way
+        second = env.check_plan(_drafts(row)[1])  # its socket was closed (4408): replayed, then checked
+        reward = refinement_reward([_answer(row)], environments=[env])[0]
+        assert ([first, second], reward) == _in_process(row)
+        assert pool.failovers == 1 and pool.healthy_servers == 1
+        assert "(session evicted (silent while the server was full))" in caplog.text
 
 
 def test_a_requests_own_fault_is_not_a_server_fault(steady):

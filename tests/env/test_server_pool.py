@@ -9,6 +9,7 @@ import time
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from fleet_rl.client import ServerFull, SessionEvicted
 from fleet_rl.env.remote_episode import RemoteEpisode, retry_pause_s
 from fleet_rl.env.server_faults import SessionLost, server_fault
 from fleet_rl.env.server_pool import AllServersDown, ServerPool
@@ -179,6 +180,11 @@ def test_bad_settings_are_refused():
         (ConnectionResetError(104, "Connection reset by peer"), "connection reset"),
         (ConnectionClosed(None, None), "connection reset"),
         (SessionLost("the session closed"), "session lost"),
+        (ServerFull("the server at http://a:8000 is full (close code 1013)"), "at capacity"),
+        (
+            SessionEvicted("evicted: silent for 31.0 s (close code 4408)"),
+            "session evicted (silent while the server was full)",
+        ),
         (TimeoutError(), "call timed out"),
         (OSError(113, "No route to host"), "network error"),
     ],
