@@ -1,13 +1,13 @@
 """Kill-and-resume benchmark: a training run killed with SIGKILL again and again, some kills inside checkpoint
 writes, resumed after each with ``--resume_from_checkpoint last``; prints one JSON object.
 
-    python benchmarks/kill_resume.py                 # 10 kills of a 12-step tiny run (~5 min on 2 cores)
+    python benchmarks/kill_resume.py                 # 10 kills of a 40-step tiny run (~3 min on 2 cores)
     python benchmarks/kill_resume.py --kills 20 --max_steps 20 --seed 3
 
 The run is the tiny CPU preset (``configs/tiny_cpu.yaml``: a tiny local Llama, 4-bit NF4 + LoRA, no warm
 start), a checkpoint every step. Each launch is ``train_grpo.py ... --resume_from_checkpoint last`` (the
 first finds no checkpoint and starts at step 0). Half the kills land at a random moment once the launch
-has trained a step (``random.Random(seed)``, 0-4 s after its first logged step: generating, stepping or
+has trained a step (``random.Random(seed)``, 0-2 s after its first logged step: generating, stepping or
 saving), so that each makes progress that a kill can cost; the other half wait for a checkpoint folder to
 appear without its ``trainer_state.json`` (transformers writes it last) and kill at once, inside the
 save. After the kills, a last launch trains to ``max_steps``.
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> dict:
     kills = []
     for k in range(args.kills):
         inside_save = k % 2 == 1
-        delay_s = rng.uniform(0.0, 4.0)
+        delay_s = rng.uniform(0.0, 2.0)
         command = _command(tiny, interrupted, args.max_steps, args.seed, resume=True)
         kills.append(_kill_once(command, interrupted, inside_save, delay_s, work / f"kill-{k}.log"))
         if kills[-1]["steps_finished"] >= args.max_steps and kills[-1]["exited_before_the_kill"]:
@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kills", type=int, default=10)
-    parser.add_argument("--max_steps", type=int, default=12)
+    parser.add_argument("--max_steps", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0, help="the training seed and the kill moments' RNG")
     parser.add_argument("--work_dir", default="outputs/kill_resume")
     args = parser.parse_args(argv)
