@@ -110,9 +110,8 @@ def run_revisions(
     ``generate(id_prompts, turn)`` returns the generated ids for each prompt (turn 1 is the first plan);
     ``requests[i]`` is episode i's ``EpisodeRequest``. Episodes that are done stop; the others get the
     verdict and revise, all in one ``generate`` call per turn, until ``max_turns`` plans."""
-    from fleet_rl.env.feedback import (
-        verdict,
-    )  # the training reward's scoring path, with the kernel's feedback
+    # the training reward's scoring path, with the kernel's feedback
+    from fleet_rl.env.feedback import verdict
 
     if max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, got {max_turns}")

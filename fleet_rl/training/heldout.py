@@ -29,33 +29,18 @@ __all__ = ["EVAL_DATASET_SEED", "evaluate_baseline", "evaluate_policy", "summari
 EVAL_DATASET_SEED = 7  # eval scenarios are drawn from their own split; this fixes which ones
 
 
+def _prompt_ids(tokenizer, prompts: Sequence[list[dict]]) -> list[list[int]]:
+    """Each conversational prompt as the token ids generation starts from (chat template, answer header)."""
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    return [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
+
+
 def _generate(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int, batch_size: int) -> list[str]:
-    answers: list[str] = []
-    tokenizer.padding_side = "left"
-    was_training = model.training
-    model.eval()
-    try:
-        for start in range(0, len(prompts), batch_size):
-            texts = [
-                tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-                for messages in prompts[start : start + batch_size]
-            ]
-            batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
-                model.device
-            )
-            with torch.no_grad():
-                output = model.generate(
-                    **batch,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=False,
-                    pad_token_id=tokenizer.pad_token_id,
-                    eos_token_id=tokenizer.eos_token_id,
-                )
-            new_tokens = output[:, batch["input_ids"].shape[1] :]
-            answers.extend(tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
-    finally:
-        model.train(was_training)
-    return answers
+    """Greedy answers to conversational prompts, in batches."""
+    continuations = _generate_ids(
+        model, tokenizer, _prompt_ids(tokenizer, prompts), max_new_tokens, batch_size
+    )
+    return tokenizer.batch_decode(continuations, skip_special_tokens=True)
 
 
 def _generate_ids(
@@ -97,16 +82,8 @@ def _revised_answers(
     from fleet_rl.revision import run_revisions
     from fleet_rl.training.revision_rollout import episode_request
 
-    tokenizer.padding_side = "left"
-    prompt_ids = [
-        tokenizer(
-            tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True),
-            add_special_tokens=False,
-        )["input_ids"]
-        for row in rows
-    ]
     episodes = run_revisions(
-        prompt_ids,
+        _prompt_ids(tokenizer, [row["prompt"] for row in rows]),
         [episode_request(row) for row in rows],
         lambda contexts, turn: _generate_ids(model, tokenizer, contexts, max_new_tokens, batch_size),
         tokenizer,
