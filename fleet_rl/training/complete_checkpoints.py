@@ -66,9 +66,9 @@ def _weights_problem(checkpoint: Path) -> str | None:
         except (OSError, ValueError, KeyError) as error:
             return f"{SHARD_INDEX} does not read ({type(error).__name__})"
         for shard in shards:
-            problem = _safetensors_problem(checkpoint / shard) if (checkpoint / shard).is_file() else None
             if not (checkpoint / shard).is_file():
                 return f"weight shard {shard} is missing"
+            problem = _safetensors_problem(checkpoint / shard)
             if problem:
                 return problem
         return None
