@@ -87,6 +87,7 @@ from fleet_rl.training.finished_run import finished_checkpoint, restore_finished
 from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer  # noqa: E402
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
+from fleet_rl.training.self_imitation import SelfImitationTrainer  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
 
 logger = logging.getLogger("train_grpo")
@@ -221,6 +222,26 @@ def episode_environment(script_args: FleetScriptArguments, processing_class, dat
     return {"environment_factory": factory}
 
 
+def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrainer], dict]:
+    """The trainer class and its extra arguments: ``GRPOTrainer`` itself unless the run asks for fresh
+    prompts on flat steps (``resample_flat_groups``, DAPO) or for self-imitation (``self_imitation_coef``)."""
+    extensions: dict = {}
+    if script_args.resample_flat_groups:
+        extensions["resample_flat_groups"] = script_args.resample_flat_groups
+    if script_args.self_imitation_coef > 0:
+        extensions |= {
+            name: getattr(script_args, name)
+            for name in (
+                "self_imitation_coef",
+                "self_imitation_min_reward",
+                "self_imitation_buffer_size",
+                "self_imitation_batch_size",
+            )
+        }
+        return SelfImitationTrainer, extensions
+    return (FlatGroupResamplingTrainer if extensions else GRPOTrainer), extensions
+
+
 def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = ()) -> dict:
     """Train (see the module docstring); ``callbacks`` join the trainer's own (a caller's bookkeeping, such as
     the learning benchmark's timings kept in each checkpoint). Returns a summary of the run."""
@@ -258,17 +279,14 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         install_completions_printer()  # sampled completions readable in an 80-column terminal
     policy = load_policy(model_path, script_args, training_args, model_args)
     pool = env_server_pool(script_args)  # env_base_urls: one pool for every episode; else None
-    trainer_class, resampling = GRPOTrainer, {}
-    if script_args.resample_flat_groups:  # fresh prompts when a step's every group is flat (DAPO)
-        trainer_class = FlatGroupResamplingTrainer
-        resampling = {"resample_flat_groups": script_args.resample_flat_groups}
+    trainer_class, extensions = trainer_extensions(script_args)
     trainer = trainer_class(
         reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
         args=training_args,
         train_dataset=dataset,
         **episode_environment(script_args, policy["processing_class"], dataset, pool),
         **policy,
-        **resampling,
+        **extensions,
     )
     if pool is not None:  # env/failovers and env/healthy_servers in every training log
         ServerPoolMetrics(pool).first_in_line(trainer)

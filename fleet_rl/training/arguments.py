@@ -171,6 +171,29 @@ class FleetScriptArguments:
             "fleet_rl/training/flat_group_resampling.py); 0: train on every draw, as TRL does."
         },
     )
+    self_imitation_coef: float = field(
+        default=0.0,
+        metadata={
+            "help": "Self-imitation (fleet_rl/training/self_imitation.py): keep each group's best answer "
+            "(reward >= self_imitation_min_reward, above its group's mean) and add this weight x the "
+            "negative log-likelihood of stored answers to every optimizer step's loss; 0: off."
+        },
+    )
+    self_imitation_min_reward: float = field(
+        default=0.3,
+        metadata={
+            "help": "Self-imitation: the least reward an answer needs to be stored (0.3: fleet_reward's "
+            "level for a plan under which every job runs)."
+        },
+    )
+    self_imitation_buffer_size: int = field(
+        default=64,
+        metadata={"help": "Self-imitation: answers kept, one per prompt; the lowest reward leaves first."},
+    )
+    self_imitation_batch_size: int = field(
+        default=2,
+        metadata={"help": "Self-imitation: stored answers replayed per optimizer step."},
+    )
     max_seq_length: int = field(
         default=4096,
         metadata={"help": "Unsloth: maximum prompt + completion length the model is loaded for."},

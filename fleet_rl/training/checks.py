@@ -126,12 +126,22 @@ def check_options(
     ):
         raise ValueError("the SFT warm start is for the transformers backend; set sft_steps 0 with unsloth")
     check_episode_mode(script_args, training_args)
+    check_self_imitation(script_args)
     if script_args.floors_off_prompts < 0:
         raise ValueError(f"floors_off_prompts must be >= 0, got {script_args.floors_off_prompts}")
     curriculum = script_args.curriculum or script_args.floors_off_prompts > 0
     if curriculum and getattr(training_args, "shuffle_dataset", False):
         training_args.shuffle_dataset = False  # a curriculum is an order: keep it
     return reward_funcs
+
+
+def check_self_imitation(script_args: FleetScriptArguments) -> None:
+    """Self-imitation's weight is >= 0; it stores at least one answer and replays at least one."""
+    if script_args.self_imitation_coef < 0:
+        raise ValueError(f"self_imitation_coef must be >= 0 (0: off), got {script_args.self_imitation_coef}")
+    for name in ("self_imitation_buffer_size", "self_imitation_batch_size"):
+        if getattr(script_args, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(script_args, name)}")
 
 
 EPISODE_MODES = ("single", "refine", "revise")

@@ -243,6 +243,41 @@ def test_a_negative_resample_flat_groups(no_model_loading, capsys):
     assert "resample_flat_groups must be >= 0" in message
 
 
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--self_imitation_coef", "-0.1"], "self_imitation_coef must be >= 0 (0: off), got -0.1"),
+        (["--self_imitation_buffer_size", "0"], "self_imitation_buffer_size must be >= 1, got 0"),
+        (["--self_imitation_batch_size", "0"], "self_imitation_batch_size must be >= 1, got 0"),
+    ],
+)
+def test_self_imitation_options(no_model_loading, capsys, flags, expected):
+    assert expected in main_error(capsys, flags)
+
+
+def test_the_trainer_class_follows_the_options():
+    from trl import GRPOTrainer
+
+    from fleet_rl.training.arguments import FleetScriptArguments
+    from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer
+    from fleet_rl.training.self_imitation import SelfImitationTrainer
+    from train_grpo import trainer_extensions
+
+    assert trainer_extensions(FleetScriptArguments()) == (GRPOTrainer, {})
+    resampling = FleetScriptArguments(resample_flat_groups=2)
+    assert trainer_extensions(resampling) == (FlatGroupResamplingTrainer, {"resample_flat_groups": 2})
+    both = FleetScriptArguments(resample_flat_groups=2, self_imitation_coef=0.1)
+    trainer_class, extensions = trainer_extensions(both)
+    assert trainer_class is SelfImitationTrainer
+    assert extensions == {
+        "resample_flat_groups": 2,
+        "self_imitation_coef": 0.1,
+        "self_imitation_min_reward": 0.3,
+        "self_imitation_buffer_size": 64,
+        "self_imitation_batch_size": 2,
+    }
+
+
 def test_unknown_task(no_model_loading, capsys):
     message = main_error(capsys, ["--tasks", "easy", "impossible"])
     assert "'impossible'" in message

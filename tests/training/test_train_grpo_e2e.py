@@ -197,3 +197,19 @@ def test_revision_episodes_train_through_a_rollout_func(tmp_path):
     report = json.loads((tmp_path / "run" / "eval_report.json").read_text())
     assert report["max_turns"] == 3 and 1.0 <= report["mean_turns"] <= 3.0
     assert {"mean_percent_of_optimum", "valid_plan_rate"} <= set(report["first_plan"])
+
+
+def test_self_imitation_trains_and_checkpoints_its_buffer(tmp_path):
+    """``self_imitation_coef``: the SelfImitationTrainer runs in the script, logs its buffer each step and
+    saves it in every checkpoint (tests/training/test_self_imitation.py tests what it stores and adds)."""
+    run_train(
+        tmp_path, "--max_steps", "2", "--self_imitation_coef", "0.5", "--self_imitation_min_reward", "0",
+        "--eval_scenarios", "0", "--report_to", "none",
+    )  # fmt: skip
+    checkpoint = tmp_path / "run" / "checkpoint-2"
+    state = json.loads((checkpoint / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    logged = [entry for entry in state["log_history"] if "self_imitation/buffer_size" in entry]
+    assert len(logged) == 2
+    saved = json.loads((checkpoint / "self_imitation_buffer.json").read_text())
+    assert len(saved["answers"]) == logged[-1]["self_imitation/buffer_size"]
