@@ -1,0 +1,34 @@
+"""The step-time benchmark on the tiny preset: every step's phases are there, non-negative, and add up."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import step_time
+
+pytestmark = pytest.mark.slow
+
+
+def test_phases_of_each_step_add_up_to_the_step(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    result = step_time.main(
+        [
+            "--config", "configs/tiny_cpu.yaml", "--steps", "2", "--",
+            "--model_name_or_path", str(tmp_path / "tiny"), "--num_prompts", "16",
+            "--max_completion_length", "24", "--self_imitation_coef", "0.1",
+        ]
+    )  # fmt: skip
+    assert [step["step"] for step in result["steps"]] == [1, 2]
+    for step in result["steps"]:
+        assert set(step["phases"]) == set(step_time.PHASES)
+        assert min(step["phases"].values()) >= 0
+        assert sum(step["phases"].values()) == pytest.approx(step["step_s"], abs=0.05)
+        for phase in ("generate", "loss_forward", "backward"):
+            assert step["phases"][phase] > 0, phase
+    assert result["summary"]["steps_averaged"] == [2]
+    assert sum(result["summary"]["share"].values()) == pytest.approx(1.0, abs=0.02)
+    assert "--max_steps" in result["train_flags"] and "--output_dir" not in result["train_flags"]
+    # the trainer classes are themselves again afterwards
+    from trl import GRPOTrainer
+
+    assert not hasattr(GRPOTrainer._generate, "__wrapped__")
