@@ -1,14 +1,14 @@
 """Where a GRPO step's time goes: generation, rewards, the forward pass, backward, optimizer; prints JSON.
 
     python benchmarks/step_time.py                                   # SmolLM2 preset, 3 steps, no warm start
-    python benchmarks/step_time.py --steps 3 -- --prompt_style facts --dtype bfloat16 --bf16 true
-    python benchmarks/step_time.py -- --model_name_or_path runs/learning/start/random_feasible-seed0
+    python benchmarks/step_time.py --steps 3 --prompt_style facts --dtype bfloat16 --bf16 true
+    python benchmarks/step_time.py --model_name_or_path runs/learning/start/random_feasible-seed0
 
 A GRPO step on a CPU is minutes, and what would make it cheaper depends on where they go: shorter answers
 and bf16 matmuls speed up generation, a shorter prompt speeds up everything, fewer answers per prompt cut
-both generation and backward. This runs ``train_grpo.py`` (the preset plus any flags after ``--``; no warm
-start, no held-out evaluation, no checkpoints, nothing reported) and times, per optimizer step, TRL's own
-phases by wrapping ``GRPOTrainer``'s methods:
+both generation and backward. This runs ``train_grpo.py`` (the preset plus any flags this script does not
+know; no warm start, no held-out evaluation, no checkpoints, nothing reported) and times, per optimizer
+step, TRL's own phases by wrapping ``GRPOTrainer``'s methods:
 
 - ``generate``: ``_generate`` (sampling every answer; a revision episode's turns and verdicts included);
 - ``rewards``: ``_calculate_rewards`` (the kernel scoring the answers);
@@ -114,15 +114,12 @@ def _subclasses(cls: type) -> list[type]:
 
 def main(argv: list[str] | None = None) -> dict:
     arguments = sys.argv[1:] if argv is None else argv
-    ours, train_flags = (
-        (arguments[: arguments.index("--")], arguments[arguments.index("--") + 1 :])
-        if "--" in arguments
-        else (arguments, [])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog="Other flags go to train_grpo.py (--prompt_style facts)."
     )
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--steps", type=int, default=3, help="GRPO steps to time (the first is left out)")
-    args = parser.parse_args(ours)
+    args, train_flags = parser.parse_known_args(arguments)
     if args.steps < 1:
         parser.error("--steps must be >= 1")
 

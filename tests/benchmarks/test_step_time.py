@@ -13,7 +13,7 @@ def test_phases_of_each_step_add_up_to_the_step(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     result = step_time.main(
         [
-            "--config", "configs/tiny_cpu.yaml", "--steps", "2", "--",
+            "--config", "configs/tiny_cpu.yaml", "--steps", "2",
             "--model_name_or_path", str(tmp_path / "tiny"), "--num_prompts", "16",
             "--max_completion_length", "24", "--self_imitation_coef", "0.1",
         ]
