@@ -75,11 +75,16 @@ class FlatGroupResamplingTrainer(GRPOTrainer):
         metrics[RESAMPLED_KEY].append(float(draw))
         return output
 
-    def _last_draw_flat(self) -> bool:
+    def _last_rewards(self) -> torch.Tensor:
+        """The last draw's total reward per answer (every process's), weighted as TRL weighs it; NaN for an
+        answer no reward function scored."""
         weights = self.reward_weights.to(self._last_rewards_per_func.device)
         rewards = (self._last_rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
         rewards[torch.isnan(self._last_rewards_per_func).all(dim=1)] = torch.nan  # as TRL: unscored, not 0
-        return every_group_flat(rewards, self.num_generations)
+        return rewards
+
+    def _last_draw_flat(self) -> bool:
+        return every_group_flat(self._last_rewards(), self.num_generations)
 
     def _fresh_prompts(self, local_rows: int, draw: int) -> list[dict]:
         """This process's share of a new generation batch: fresh train prompts, each ``num_generations`` times

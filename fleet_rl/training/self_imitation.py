@@ -165,9 +165,7 @@ class SelfImitationTrainer(FlatGroupResamplingTrainer):
     def _store_best(self, output: dict, local_rows: int) -> int:
         """Offer each group's best answer (``best_of_groups`` over every process's rewards) that lies in this
         process's rows to the buffer; returns how many were stored."""
-        weights = self.reward_weights.to(self._last_rewards_per_func.device)
-        rewards = (self._last_rewards_per_func * weights.unsqueeze(0)).nansum(dim=1)
-        rewards[torch.isnan(self._last_rewards_per_func).all(dim=1)] = torch.nan
+        rewards = self._last_rewards()
         first_row = self.accelerator.process_index * local_rows
         loss_mask = output["completion_mask"]
         if "tool_mask" in output:
