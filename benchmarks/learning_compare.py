@@ -7,7 +7,12 @@ paired answer: per scenario, B's after-GRPO % of optimum (averaged over B's seed
 A's), its mean and the same percentile bootstrap over scenarios as ``learning_statistics``. The comparison is
 refused unless both results hold the same scenarios (scenario fingerprint, tiers and generator seeds): a
 difference on different scenarios says nothing. A different start is allowed (a recipe may include its
-start) and reported, as is each result's own after − start difference."""
+start) and reported, as is each result's own after − start difference.
+
+When either result answered in revision episodes (a ``first_plan`` entry: plans with the kernel's verdict
+between them), its final plans had more tries than a single answer. So the comparison adds the same paired
+difference for the **first plans**, written before any verdict (a single-plan result's first plan is its only
+one): did training on revision episodes make the plan the policy writes alone better or worse?"""
 
 from __future__ import annotations
 
@@ -21,6 +26,15 @@ __all__ = ["compare"]
 def _scenario_means(result: dict, key: str) -> np.ndarray:
     """One result's per-scenario ``key`` (``after_``/``start_percent_of_optimum``) averaged over its seeds."""
     return np.asarray(result["per_scenario"][key], float).mean(axis=0)
+
+
+def _first_plan_means(result: dict) -> np.ndarray:
+    """One result's per-scenario after-GRPO first-plan score averaged over its seeds: the plans before any
+    verdict for revision episodes, the only plans otherwise."""
+    first = result.get("first_plan")
+    if not first:
+        return _scenario_means(result, "after_percent_of_optimum")
+    return np.asarray(first["after_per_scenario"], float).mean(axis=0)
 
 
 def _summary(result: dict, after: np.ndarray) -> dict:
@@ -52,6 +66,20 @@ def compare(
     after_b = _scenario_means(candidate, "after_percent_of_optimum")
     difference = paired_difference(after_a[None, :], after_b[None, :], resamples=resamples, seed=seed)
     starts = [_scenario_means(result, "start_percent_of_optimum") for result in (baseline, candidate)]
+    first_plans = {}
+    if baseline.get("first_plan") or candidate.get("first_plan"):
+        first_a, first_b = _first_plan_means(baseline), _first_plan_means(candidate)
+        first = paired_difference(first_a[None, :], first_b[None, :], resamples=resamples, seed=seed)
+        first_plans = {
+            "first_plan": {
+                "question": "after-GRPO mean % of optimum of the first plans (before any verdict), "
+                "candidate minus baseline",
+                "baseline_after_percent_of_optimum": float(first_a.mean()),
+                "candidate_after_percent_of_optimum": float(first_b.mean()),
+                "difference_percent_points": first["mean"],
+                "difference_ci95": first["ci95"],
+            }
+        }
     return {
         "question": "after-GRPO mean % of optimum, candidate minus baseline, on the same held-out scenarios",
         "scenario_fingerprint": baseline["scenario_fingerprint"],
@@ -67,4 +95,5 @@ def compare(
             "unit": "scenario; each result's after score averaged over its own seeds",
             "interval": "percentile, 2.5 and 97.5",
         },
+        **first_plans,
     }

@@ -125,3 +125,24 @@ def test_reading_results_imports_no_model_stack(tmp_path):
         [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     assert printed.splitlines()[-1] == "[]"
+
+
+def test_revision_episodes_add_the_first_plans_difference():
+    """A revise result's final plans had verdicts to work from: the first plans are compared too, a
+    single-plan result's only plan standing for its first."""
+    baseline = _result([[10.0, 20.0, 30.0]])  # single plans
+    candidate = _result(
+        [[20.0, 30.0, 40.0]],
+        first_plan={"after_per_scenario": [[8.0, 18.0, 28.0]], "start_per_scenario": [[0.0, 0.0, 0.0]]},
+    )
+    comparison = compare(baseline, candidate)
+    assert comparison["difference_percent_points"] == pytest.approx(10.0)
+    first = comparison["first_plan"]
+    assert first["difference_percent_points"] == pytest.approx(-2.0)
+    assert first["difference_ci95"] == pytest.approx([-2.0, -2.0])
+    assert first["baseline_after_percent_of_optimum"] == pytest.approx(20.0)
+    assert first["candidate_after_percent_of_optimum"] == pytest.approx(18.0)
+
+
+def test_single_plan_results_have_no_first_plans_entry():
+    assert "first_plan" not in compare(_result([[10.0, 20.0, 30.0]]), _result([[11.0, 21.0, 31.0]]))
