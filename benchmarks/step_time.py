@@ -27,6 +27,7 @@ the machine: another process on the cores changes every figure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -162,8 +163,9 @@ def main(argv: list[str] | None = None) -> dict:
         ]  # fmt: skip
         for (cls, method), original in originals.items():
             setattr(cls, method, timer.wrap(names[method], original))
-        try:
-            train_grpo.main(flags, callbacks=[StepClock()])
+        try:  # the trainer prints its logs to stdout: keep stdout for the JSON alone
+            with contextlib.redirect_stdout(sys.stderr):
+                train_grpo.main(flags, callbacks=[StepClock()])
         finally:
             for (cls, method), original in originals.items():
                 setattr(cls, method, original)
