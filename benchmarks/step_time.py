@@ -124,10 +124,12 @@ def main(argv: list[str] | None = None) -> dict:
     if args.steps < 1:
         parser.error("--steps must be >= 1")
 
-    from transformers import TrainerCallback
-    from trl import GRPOTrainer
+    # stdout is for the JSON alone: transformers prints a line on import when WANDB_MODE=offline
+    with contextlib.redirect_stdout(sys.stderr):
+        from transformers import TrainerCallback
+        from trl import GRPOTrainer
 
-    import train_grpo
+        import train_grpo
     from benchmarks.machine import cpu_model, git_state
 
     timer = MethodTimer()

@@ -20,7 +20,8 @@ def test_phases_of_each_step_add_up_to_the_step(tmp_path, monkeypatch, capsys):
             "--max_completion_length", "24", "--self_imitation_coef", "0.1",
         ]
     )  # fmt: skip
-    assert json.loads(capsys.readouterr().out) == result  # stdout is the JSON alone, the trainer's logs go to stderr
+    # stdout is the JSON alone, the trainer's logs go to stderr
+    assert json.loads(capsys.readouterr().out) == result
     assert [step["step"] for step in result["steps"]] == [1, 2]
     for step in result["steps"]:
         assert set(step["phases"]) == set(step_time.PHASES)
