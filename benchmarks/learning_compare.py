@@ -28,13 +28,14 @@ def _scenario_means(result: dict, key: str) -> np.ndarray:
     return np.asarray(result["per_scenario"][key], float).mean(axis=0)
 
 
-def _first_plan_means(result: dict) -> np.ndarray:
-    """One result's per-scenario after-GRPO first-plan score averaged over its seeds: the plans before any
-    verdict for revision episodes, the only plans otherwise."""
+def _first_plan_means(result: dict, policy: str = "after") -> np.ndarray:
+    """One result's per-scenario first-plan score of its ``policy`` (``start`` or ``after``) averaged over its
+    seeds: the plans before any verdict for revision episodes, the only plans otherwise. A start's first plans
+    are its single answers, so they also say whether two results started from the same policy."""
     first = result.get("first_plan")
     if not first:
-        return _scenario_means(result, "after_percent_of_optimum")
-    return np.asarray(first["after_per_scenario"], float).mean(axis=0)
+        return _scenario_means(result, f"{policy}_percent_of_optimum")
+    return np.asarray(first[f"{policy}_per_scenario"], float).mean(axis=0)
 
 
 def _summary(result: dict, after: np.ndarray) -> dict:
@@ -65,7 +66,7 @@ def compare(
     after_a = _scenario_means(baseline, "after_percent_of_optimum")
     after_b = _scenario_means(candidate, "after_percent_of_optimum")
     difference = paired_difference(after_a[None, :], after_b[None, :], resamples=resamples, seed=seed)
-    starts = [_scenario_means(result, "start_percent_of_optimum") for result in (baseline, candidate)]
+    starts = [_first_plan_means(result, "start") for result in (baseline, candidate)]
     first_plans = {}
     if baseline.get("first_plan") or candidate.get("first_plan"):
         first_a, first_b = _first_plan_means(baseline), _first_plan_means(candidate)

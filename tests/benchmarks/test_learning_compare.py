@@ -146,3 +146,15 @@ def test_revision_episodes_add_the_first_plans_difference():
 
 def test_single_plan_results_have_no_first_plans_entry():
     assert "first_plan" not in compare(_result([[10.0, 20.0, 30.0]]), _result([[11.0, 21.0, 31.0]]))
+
+
+def test_the_same_start_in_revision_episodes_is_told_by_its_first_plans():
+    """A revise result's start scores its final plans (after verdicts); its first plans are the single answers
+    a single-plan result of the same start gave, so the two started from the same policy."""
+    baseline = _result([[10.0, 20.0, 30.0]], start=[[5.0, 6.0, 7.0]])
+    candidate = _result(
+        [[12.0, 22.0, 32.0]],
+        start=[[9.0, 9.0, 9.0]],  # the start's final plans, revised
+        first_plan={"after_per_scenario": [[10.0, 20.0, 30.0]], "start_per_scenario": [[5.0, 6.0, 7.0]]},
+    )
+    assert compare(baseline, candidate)["same_start"] is True
