@@ -8,9 +8,18 @@ import pytest
 
 from benchmarks import step_time
 
-pytestmark = pytest.mark.slow
+
+def test_summary_shares_add_up_for_short_steps():
+    # six phases of a 0.3 s step, each near a rounding edge: averaged before rounding, the shares add to 1
+    timed = {"generate": 0.104, "rewards": 0.004, "generate_and_score": 0.114, "loss_forward": 0.054,
+             "training_step": 0.284}  # fmt: skip
+    steps = [{"step": i, "step_s": 0.304, "phases": step_time.phases(0.304, timed)} for i in (1, 2, 3)]
+    summary = step_time.summary(steps)
+    assert summary["steps_averaged"] == [2, 3]
+    assert sum(summary["share"].values()) == pytest.approx(1.0, abs=0.005)
 
 
+@pytest.mark.slow
 def test_phases_of_each_step_add_up_to_the_step(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     result = step_time.main(
