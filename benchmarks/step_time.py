@@ -153,9 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
         def on_step_end(self, args, state, control, **kwargs):
             step_s = time.perf_counter() - self.started
             timed = timer.take()
-            steps.append(
-                {"step": state.global_step, "step_s": step_s, "phases": phases(step_s, timed)}
-            )
+            steps.append({"step": state.global_step, "step_s": step_s, "phases": phases(step_s, timed)})
 
     with tempfile.TemporaryDirectory(prefix="step-time-") as output_dir:
         flags = [
