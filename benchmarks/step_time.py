@@ -20,8 +20,10 @@ step, TRL's own phases by wrapping ``GRPOTrainer``'s methods:
 
 Each phase is timed once per outermost call (a trainer that calls ``_generate_and_score_completions`` again,
 ``resample_flat_groups``, counts both draws). The JSON has every step's phases and, over the steps after
-the first (which also warms caches), their mean in seconds and as a share of the step. Measure alone on
-the machine: another process on the cores changes every figure.
+the first (which also warms caches), their mean in seconds and as a share of the step, and the process's
+peak resident memory. ``--share_prompt false`` times TRL's own path, the prompt run with every answer
+(fleet_rl/training/shared_prompt.py). Measure alone on the machine: another process on the cores changes
+every figure.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import contextlib
 import functools
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -179,6 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
         "train_flags": flags[: flags.index("--output_dir")] + flags[flags.index("--output_dir") + 2 :],
         "threads": os.environ.get("OMP_NUM_THREADS", "all cores (OMP_NUM_THREADS unset)"),
         "cpu": cpu_model(),
+        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),  # Linux: KiB
         "git": git_state(),
         "steps": steps,
         "summary": step_summary,

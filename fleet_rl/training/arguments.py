@@ -163,6 +163,14 @@ class FleetScriptArguments:
             "GRPO's advantage is zero), once per streak (fleet_rl/training/flat_groups.py); 0: never."
         },
     )
+    share_prompt: bool = field(
+        default=True,
+        metadata={
+            "help": "Run a batch's prompt once when every row shares it (one prompt per step): generation "
+            "prefills it once, the loss's forward and backward pass it once; the same log-probs and "
+            "gradients as TRL's path (fleet_rl/training/shared_prompt.py). false: TRL's path."
+        },
+    )
     resample_flat_groups: int = field(
         default=0,
         metadata={

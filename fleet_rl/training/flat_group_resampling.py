@@ -21,9 +21,9 @@ from __future__ import annotations
 import random
 
 import torch
-from trl import GRPOTrainer
 
 from fleet_rl.training.flat_span import FLAT_SPAN
+from fleet_rl.training.shared_prompt import SharedPromptTrainer
 
 __all__ = ["RESAMPLED_KEY", "FlatGroupResamplingTrainer", "every_group_flat"]
 
@@ -40,9 +40,9 @@ def every_group_flat(rewards: torch.Tensor, group_size: int, flat_span: float = 
     return bool(((highest - lowest) < flat_span).all())  # no answer scored: -inf, flat
 
 
-class FlatGroupResamplingTrainer(GRPOTrainer):
-    """``GRPOTrainer`` that generates again from fresh prompts, up to ``resample_flat_groups`` times, when
-    every group of a training generation batch is flat (see the module docstring). 0 is ``GRPOTrainer``."""
+class FlatGroupResamplingTrainer(SharedPromptTrainer):
+    """``SharedPromptTrainer`` that generates again from fresh prompts, up to ``resample_flat_groups`` times,
+    when every group of a training generation batch is flat (see the module docstring). 0 is its parent."""
 
     def __init__(self, *args, resample_flat_groups: int = 0, **kwargs) -> None:
         if resample_flat_groups < 0:

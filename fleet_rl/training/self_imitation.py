@@ -130,7 +130,8 @@ def best_of_groups(rewards: torch.Tensor, group_size: int, min_reward: float) ->
 
 
 class SelfImitationTrainer(FlatGroupResamplingTrainer):
-    """``GRPOTrainer`` (with flat-group resampling, see its module) plus self-imitation (module docstring).
+    """``GRPOTrainer`` (with flat-group resampling and the shared prompt, see their modules) plus
+    self-imitation (module docstring).
     ``self_imitation_coef`` 0 stores nothing and adds nothing: the parent trainer exactly."""
 
     def __init__(

@@ -256,20 +256,27 @@ def test_self_imitation_options(no_model_loading, capsys, flags, expected):
 
 
 def test_the_trainer_class_follows_the_options():
-    from trl import GRPOTrainer
-
     from fleet_rl.training.arguments import FleetScriptArguments
     from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer
     from fleet_rl.training.self_imitation import SelfImitationTrainer
+    from fleet_rl.training.shared_prompt import SharedPromptTrainer
     from train_grpo import trainer_extensions
 
-    assert trainer_extensions(FleetScriptArguments()) == (GRPOTrainer, {})
+    assert trainer_extensions(FleetScriptArguments()) == (SharedPromptTrainer, {"share_prompt": True})
+    assert trainer_extensions(FleetScriptArguments(share_prompt=False)) == (
+        SharedPromptTrainer,
+        {"share_prompt": False},
+    )
     resampling = FleetScriptArguments(resample_flat_groups=2)
-    assert trainer_extensions(resampling) == (FlatGroupResamplingTrainer, {"resample_flat_groups": 2})
+    assert trainer_extensions(resampling) == (
+        FlatGroupResamplingTrainer,
+        {"share_prompt": True, "resample_flat_groups": 2},
+    )
     both = FleetScriptArguments(resample_flat_groups=2, self_imitation_coef=0.1)
     trainer_class, extensions = trainer_extensions(both)
     assert trainer_class is SelfImitationTrainer
     assert extensions == {
+        "share_prompt": True,
         "resample_flat_groups": 2,
         "self_imitation_coef": 0.1,
         "self_imitation_min_reward": 0.3,

@@ -1,0 +1,165 @@
+"""Run a group's shared prompt through the model once, not once per answer: the same numbers, fewer FLOPs.
+
+On the CPU presets a step is one prompt and its ``num_generations`` answers. TRL's transformers path feeds
+the prompt with every answer: the 8 answers of a SmolLM2 facts step are ~850 tokens each, ~730 of them the
+same prompt, so generation's prefill and the loss's forward and backward passes each process the prompt 8
+times (``benchmarks/step_time.py``: generation 36 %, forward 25 %, backward 39 % of a 143 s step).
+``SharedPromptTrainer`` runs the prompt once and hands its key/value cache to every answer:
+
+- **Generation**: the prompt (all but its last token) fills a cache for one row; the cache is repeated for
+  the group and ``generate`` goes on from it, sampling each answer as before.
+- **Log-probabilities** (the loss, and TRL's old log-probs when it needs them): one forward of the prompt
+  with gradients, its cache repeated for the answers, then the answers (after the prompt's last token)
+  attend to it. Backpropagation sums the answers' gradients through the repeat into the one prompt pass,
+  so the loss and every gradient equal TRL's up to float rounding (tests/training/test_shared_prompt.py).
+
+It applies where every row of the batch has the same prompt tokens and mask (one prompt per step, the CPU
+presets); anything else (several prompts, vLLM, images, tools, MoE auxiliary losses) takes TRL's own path
+unchanged. Positions count from the first column, padding included, as TRL's own forward does. With
+``per_device_train_batch_size`` equal to ``num_generations`` a micro-batch holds the prompt once and the
+answers: the memory of two full rows for all eight.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+from trl import GRPOTrainer
+from trl.models import unwrap_model_for_generation
+
+__all__ = ["SharedPromptTrainer", "rows_share_prefix", "tokens_until_eos"]
+
+
+def rows_share_prefix(input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix_len: int) -> bool:
+    """True when two rows or more have the same first ``prefix_len`` tokens and mask, all of them."""
+    if input_ids.size(0) < 2 or prefix_len < 2:
+        return False
+    ids, mask = input_ids[:, :prefix_len], attention_mask[:, :prefix_len]
+    return bool((ids == ids[:1]).all() and (mask == mask[:1]).all())
+
+
+def tokens_until_eos(completion_ids: torch.Tensor, eos_token_ids: list[int]) -> list[list[int]]:
+    """Each row's tokens up to and including its first end-of-sequence token (all of them if none)."""
+    is_eos = torch.isin(completion_ids, torch.tensor(eos_token_ids, device=completion_ids.device))
+    first_eos = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), completion_ids.size(1))
+    rows = zip(completion_ids.cpu(), first_eos.cpu(), strict=True)
+    return [row[: int(end) + 1].tolist() for row, end in rows]
+
+
+def _prompt_cache(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> DynamicCache:
+    """The key/value cache of one row's prompt, filled by one forward pass (with gradients if enabled)."""
+    cache = DynamicCache(config=model.config)
+    model(
+        input_ids=prompt_ids,
+        attention_mask=prompt_mask,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    return cache
+
+
+def _repeated(cache: DynamicCache, rows: int, config) -> DynamicCache:
+    """A fresh cache holding ``cache``'s keys and values repeated for ``rows`` rows (differentiable)."""
+    repeated = DynamicCache(config=config)
+    for layer_idx, layer in enumerate(cache.layers):
+        shape = (rows, *layer.keys.shape[1:])
+        repeated.update(layer.keys.expand(shape), layer.values.expand(shape), layer_idx)
+    return repeated
+
+
+class SharedPromptTrainer(GRPOTrainer):
+    """``GRPOTrainer`` that runs a batch's shared prompt once (see the module docstring);
+    ``share_prompt=False`` is ``GRPOTrainer``."""
+
+    def __init__(self, *args, share_prompt: bool = True, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.share_prompt = share_prompt
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **multimodal,
+    ):
+        """TRL's per-token log-probs and entropies of the completion tokens, with the prompt run once."""
+        prompt_len = input_ids.size(1) - logits_to_keep
+        # gradient checkpointing drops the cache in training: TRL's path
+        plain = not (compute_aux_loss or self.args.gradient_checkpointing) and all(
+            value is None for value in multimodal.values()
+        )
+        if not (self.share_prompt and plain and rows_share_prefix(input_ids, attention_mask, prompt_len)):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size,
+                compute_entropy, compute_aux_loss, **multimodal,
+            )  # fmt: skip
+        # the prompt but its last token fills the cache; the last token starts the answers' pass, so that its
+        # output scores the first answer token
+        cached = prompt_len - 1
+        with self.accelerator.autocast():
+            cache = _prompt_cache(model, input_ids[:1, :cached], attention_mask[:1, :cached])
+        batch_size = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            rows = slice(start, min(start + batch_size, input_ids.size(0)))
+            answers_ids, answers_mask = input_ids[rows, cached:], attention_mask[rows]
+            # the fused head scores labels[:, 1:], the answer tokens; padding is not scored
+            labels = answers_ids.masked_fill(answers_mask[:, cached:] == 0, -100)
+            repeated = _repeated(cache, answers_ids.size(0), model.config)
+            with self.accelerator.autocast():
+                outputs = model(
+                    input_ids=answers_ids, attention_mask=answers_mask, past_key_values=repeated,
+                    labels=labels, fused_lm_head=True,
+                )  # fmt: skip
+            logps.append(outputs.log_probs[:, -logits_to_keep:])
+            if compute_entropy:
+                entropies.append(outputs.entropy[:, -logits_to_keep:])
+        return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+    def _generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
+        """TRL's transformers generation, with a prompt shared by every row prefilled once."""
+        shared = (
+            self.share_prompt
+            and not self.use_vllm
+            and not self.use_transformers_continuous_batching
+            and images is None
+            and not multimodal_fields
+            and self.pad_to_multiple_of is None
+            and len(prompt_ids) > 1
+            and len(prompt_ids[0]) > 1
+            and all(ids == prompt_ids[0] for ids in prompt_ids)
+        )
+        if not shared:
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        device, rows = self.accelerator.device, len(prompt_ids)
+        prompt = torch.tensor([prompt_ids[0]], device=device)
+        with (
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+            self._dist.summon_full_params(self.model_wrapped, recurse=False),
+        ):
+            cache = _prompt_cache(unwrapped_model, prompt[:, :-1], torch.ones_like(prompt[:, :-1]))
+            cache.batch_repeat_interleave(rows)
+            ids = prompt.expand(rows, -1)
+            generated = unwrapped_model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                past_key_values=cache,
+                generation_config=self.generation_config,
+            )
+        return tokens_until_eos(generated[:, prompt.size(1) :], self.eos_token_ids), None
