@@ -11,7 +11,8 @@ times (``benchmarks/step_time.py``: generation 36 %, forward 25 %, backward 39 %
 - **Log-probabilities** (the loss, and TRL's old log-probs when it needs them): one forward of the prompt
   with gradients, its cache repeated for the answers, then the answers (after the prompt's last token)
   attend to it. Backpropagation sums the answers' gradients through the repeat into the one prompt pass,
-  so the loss and every gradient equal TRL's up to float rounding (tests/training/test_shared_prompt.py).
+  so the loss and every gradient equal TRL's up to float rounding (tests/training/test_shared_prompt.py:
+  full fine-tuning, LoRA, QLoRA on an NF4 base).
 
 It applies where every row of the batch has the same prompt tokens and mask (one prompt per step, the CPU
 presets); anything else (several prompts, vLLM, images, tools, MoE auxiliary losses) takes TRL's own path

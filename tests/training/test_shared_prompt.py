@@ -7,7 +7,7 @@ import pytest
 import torch
 from datasets import Dataset
 from peft import LoraConfig
-from transformers import AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 from trl import GRPOConfig, GRPOTrainer
 
 from fleet_rl.tiny_model import ensure_tiny_model
@@ -44,7 +44,7 @@ def tiny_dir(tmp_path_factory):
     return ensure_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
-def trainer_on(tiny_dir, tmp_path, lora: bool, **config) -> SharedPromptTrainer:
+def trainer_on(tiny_dir, tmp_path, lora: bool, nf4: bool = False, **config) -> SharedPromptTrainer:
     settings = {
         "output_dir": str(tmp_path),
         "use_cpu": True,
@@ -60,8 +60,14 @@ def trainer_on(tiny_dir, tmp_path, lora: bool, **config) -> SharedPromptTrainer:
         "bf16": False,  # fp32 throughout (the CPU presets): the two paths agree to float rounding
         "gradient_checkpointing": False,  # it drops the cache in training: TRL's path
     } | config
+    model = str(tiny_dir)
+    if nf4:  # QLoRA as the tiny preset loads it: an NF4 base through bitsandbytes (it runs on CPU)
+        quantization = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
+        )
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir, quantization_config=quantization)
     return SharedPromptTrainer(
-        model=str(tiny_dir),
+        model=model,
         reward_funcs=answer_length,
         args=GRPOConfig(**settings),
         train_dataset=Dataset.from_list([{"prompt": f"plan the cluster number {i}"} for i in range(8)]),
@@ -85,9 +91,11 @@ def loss_and_gradients(trainer, inputs, share: bool) -> tuple[float, torch.Tenso
     return float(loss), logps.detach() * inputs["completion_mask"], gradients
 
 
-@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-def test_the_shared_prompt_gives_trls_logps_loss_and_gradients(tiny_dir, tmp_path, lora):
-    trainer = trainer_on(tiny_dir, tmp_path, lora)
+@pytest.mark.parametrize(
+    ("lora", "nf4"), [(False, False), (True, False), (True, True)], ids=["full", "lora", "qlora"]
+)
+def test_the_shared_prompt_gives_trls_logps_loss_and_gradients(tiny_dir, tmp_path, lora, nf4):
+    trainer = trainer_on(tiny_dir, tmp_path, lora, nf4)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1
     inputs = trainer._generate_and_score_completions([{"prompt": "plan the cluster number 0"}] * GROUP)
@@ -99,7 +107,11 @@ def test_the_shared_prompt_gives_trls_logps_loss_and_gradients(tiny_dir, tmp_pat
     assert grads.keys() == trl_grads.keys()
     assert any(float(g.abs().max()) > 0 for g in trl_grads.values())
     for name, gradient in grads.items():
-        assert torch.allclose(gradient, trl_grads[name], rtol=1e-4, atol=1e-6), name
+        if gradient.dtype == torch.float32:
+            assert torch.allclose(gradient, trl_grads[name], rtol=1e-4, atol=1e-6), name
+        else:  # peft keeps a k-bit model's adapters in bf16: they agree to bf16's rounding (2**-8), summed
+            difference = (gradient.float() - trl_grads[name].float()).norm()
+            assert difference <= 0.02 * trl_grads[name].float().norm(), name  # lora_A's are 0: equal
 
 
 def test_the_shared_prompt_answers_greedily_as_trl_does(tiny_dir, tmp_path):
