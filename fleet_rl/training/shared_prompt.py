@@ -156,7 +156,7 @@ class SharedPromptTrainer(GRPOTrainer):
         ):
             cache = _prompt_cache(unwrapped_model, prompt[:, :-1], torch.ones_like(prompt[:, :-1]))
             cache.batch_repeat_interleave(rows)
-            ids = prompt.expand(rows, -1)
+            ids = prompt.repeat(rows, 1)
             generated = unwrapped_model.generate(
                 input_ids=ids,
                 attention_mask=torch.ones_like(ids),
