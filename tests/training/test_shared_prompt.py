@@ -9,6 +9,7 @@ from datasets import Dataset
 from peft import LoraConfig
 from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 from trl import GRPOConfig, GRPOTrainer
+from trl.extras.profiling import ProfilingContext
 
 from fleet_rl.tiny_model import ensure_tiny_model
 from fleet_rl.training.shared_prompt import SharedPromptTrainer, rows_share_prefix, tokens_until_eos
@@ -114,14 +115,17 @@ def test_the_shared_prompt_gives_trls_logps_loss_and_gradients(tiny_dir, tmp_pat
             assert difference <= 0.02 * trl_grads[name].float().norm(), name  # lora_A's are 0: equal
 
 
-def test_the_shared_prompt_answers_greedily_as_trl_does(tiny_dir, tmp_path):
+def test_the_shared_prompt_answers_greedily_as_trl_does(tiny_dir, tmp_path, monkeypatch):
     trainer = trainer_on(tiny_dir, tmp_path, lora=False, generation_kwargs={"do_sample": False})
+    profiled = []  # TRL's profiling names, which the learning benchmark splits its wall time by
+    monkeypatch.setattr(ProfilingContext, "_log_metrics", lambda self, duration: profiled.append(self.name))
     prompt_ids = [AutoTokenizer.from_pretrained(tiny_dir)("plan the cluster number 3")["input_ids"]] * GROUP
     answers = {}
     for share in (False, True):
         trainer.share_prompt = share
         answers[share], _ = trainer._generate_single_turn(prompt_ids, None, {}, GROUP)
     assert answers[True] == answers[False]
+    assert profiled == ["SharedPromptTrainer.transformers.generate"] * 2
     assert all(len(ids) >= 1 for ids in answers[True])
 
 
