@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import torch
 from transformers import DynamicCache
-from trl import GRPOTrainer
 from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
+
+from fleet_rl.training.resume_dtype import AdapterDtypeTrainer
 
 __all__ = ["SharedPromptTrainer", "rows_share_prefix", "tokens_until_eos"]
 
@@ -70,9 +71,9 @@ def _repeated(cache: DynamicCache, rows: int, config) -> DynamicCache:
     return repeated
 
 
-class SharedPromptTrainer(GRPOTrainer):
+class SharedPromptTrainer(AdapterDtypeTrainer):
     """``GRPOTrainer`` that runs a batch's shared prompt once (see the module docstring);
-    ``share_prompt=False`` is ``GRPOTrainer``."""
+    ``share_prompt=False`` is TRL's path (on ``AdapterDtypeTrainer``: resumed QLoRA adapters stay bf16)."""
 
     def __init__(self, *args, share_prompt: bool = True, **kwargs) -> None:
         super().__init__(*args, **kwargs)
