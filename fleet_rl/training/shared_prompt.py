@@ -15,9 +15,10 @@ times (``benchmarks/step_time.py``: generation 36 %, forward 25 %, backward 39 %
   full fine-tuning, LoRA, QLoRA on an NF4 base).
 
 It applies where every row of the batch has the same prompt tokens and mask (one prompt per step: the
-SmolLM2 preset); anything else (several prompts, as the tiny preset's 2 per step, vLLM, images, tools, MoE
-auxiliary losses, gradient checkpointing, which drops the cache) takes TRL's own path unchanged. Positions
-count from the first column, padding included, as TRL's own forward does. Measured on a SmolLM2 facts step
+SmolLM2 preset). Anything else takes TRL's own path: several prompts (the tiny preset's 2 a step), vLLM,
+images, tools, MoE auxiliary losses, gradient checkpointing (it drops the cache) and, in the loss, a model
+wrapped for several processes (DDP, FSDP, DeepSpeed: one forward pass per backward). Positions count from
+the first column, padding included, as TRL's own forward does. Measured on a SmolLM2 facts step
 (docs/training.md "The shared prompt"): 161.6 s on TRL's path, 76.2 s shared, the same sampled answers.
 """
 
@@ -92,9 +93,12 @@ class SharedPromptTrainer(AdapterDtypeTrainer):
     ):
         """TRL's per-token log-probs and entropies of the completion tokens, with the prompt run once."""
         prompt_len = input_ids.size(1) - logits_to_keep
-        # gradient checkpointing drops the cache in training: TRL's path
-        plain = not (compute_aux_loss or self.args.gradient_checkpointing) and all(
-            value is None for value in multimodal.values()
+        # TRL's path: gradient checkpointing drops the cache in training, and a model wrapped for several
+        # processes (DDP, FSDP, DeepSpeed) expects one forward pass per backward
+        plain = (
+            not (compute_aux_loss or self.args.gradient_checkpointing)
+            and self.accelerator.unwrap_model(model) is model
+            and all(value is None for value in multimodal.values())
         )
         if not (self.share_prompt and plain and rows_share_prefix(input_ids, attention_mask, prompt_len)):
             return super()._get_per_token_logps_and_entropies(
