@@ -28,6 +28,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,7 +129,9 @@ def run(args: argparse.Namespace) -> dict:
     rng = random.Random(args.seed)
     started = time.perf_counter()
 
-    reference = work / "uninterrupted"
+    reference, interrupted = work / "uninterrupted", work / "interrupted"
+    for earlier in (reference, interrupted):  # a rerun starts clean, not resuming an old run
+        shutil.rmtree(earlier, ignore_errors=True)
     done = subprocess.run(
         _command(tiny, reference, args.max_steps, args.seed, resume=False),
         cwd=REPO, env=_environment(), capture_output=True, text=True,
@@ -136,7 +139,6 @@ def run(args: argparse.Namespace) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"kill_resume.py: the uninterrupted run failed:\n{done.stderr[-3000:]}")
 
-    interrupted = work / "interrupted"
     kills = []
     for k in range(args.kills):
         inside_save = k % 2 == 1
