@@ -137,6 +137,7 @@ class SharedPromptTrainer(AdapterDtypeTrainer):
             and not self.use_vllm
             and not self.use_transformers_continuous_batching
             and images is None
+            and not has_tool_images
             and not multimodal_fields
             and self.pad_to_multiple_of is None
             and len(prompt_ids) > 1
