@@ -227,7 +227,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
     """The trainer class and its extra arguments: ``SharedPromptTrainer`` (TRL's ``GRPOTrainer`` running a
     batch's shared prompt once, or not with ``share_prompt: false``) unless the run asks for fresh prompts on
     flat steps (``resample_flat_groups``, DAPO) or for self-imitation (``self_imitation_coef``)."""
-    extensions: dict = {"share_prompt": script_args.share_prompt}
+    # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
+    extensions: dict = {"share_prompt": script_args.share_prompt and script_args.backend != "unsloth"}
     if script_args.resample_flat_groups:
         extensions["resample_flat_groups"] = script_args.resample_flat_groups
     if script_args.self_imitation_coef > 0:

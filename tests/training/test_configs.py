@@ -267,6 +267,10 @@ def test_the_trainer_class_follows_the_options():
         SharedPromptTrainer,
         {"share_prompt": False},
     )
+    assert trainer_extensions(FleetScriptArguments(backend="unsloth")) == (
+        SharedPromptTrainer,
+        {"share_prompt": False},
+    )
     resampling = FleetScriptArguments(resample_flat_groups=2)
     assert trainer_extensions(resampling) == (
         FlatGroupResamplingTrainer,
