@@ -45,13 +45,16 @@ _ANSWER_MARKER = "\u2063revision-answer\u2063"  # stands for an answer while ren
 @dataclass
 class RevisionEpisode:
     """One episode: the request, every plan written (text), each plan's verdict, and the token ids after
-    the prompt with their mask (1: written by the policy, 0: a verdict message)."""
+    the prompt with their mask (1: written by the policy, 0: a verdict message) and the plan each token
+    belongs to (``plan_of_token``: 1 for the first plan's tokens, 2 for the first revision's, 0 on the
+    verdicts), which per-turn credit (``fleet_rl.training.turn_credit``) reads."""
 
     request: object  # fleet_rl.env.feedback.EpisodeRequest
     answers: list[str] = field(default_factory=list)
     verdicts: list = field(default_factory=list)  # fleet_rl.env.feedback.Verdict per answer
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
+    plan_of_token: list[int] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
@@ -131,6 +134,7 @@ def run_revisions(
             episode.verdicts.append(verdict(episode.request, text))
             episode.completion_ids += ids
             episode.env_mask += [1] * len(ids)
+            episode.plan_of_token += [turn] * len(ids)
         active = [i for i in active if not episodes[i].done]
         if turn == max_turns or not active:
             break
@@ -142,4 +146,5 @@ def run_revisions(
             )
             episode.completion_ids += suffix
             episode.env_mask += [0] * len(suffix)
+            episode.plan_of_token += [0] * len(suffix)
     return episodes

@@ -109,6 +109,13 @@ def test_episodes_stop_once_a_plan_runs_every_job_and_mask_only_the_verdicts(tok
     between = tokenizer.decode([fixed.completion_ids[k] for k in zeros])
     assert verdict_message(fixed.verdicts[0], 1, 3) in between and REVISE_REQUEST in between
     assert "oom" in between or "unsupported" in between or "too_slow" in between
+    # each token names its plan: the first plan 1, the verdict 0, the revision 2
+    plans = fixed.plan_of_token
+    assert len(plans) == len(fixed.completion_ids)
+    assert [plan for plan, bit in zip(plans, fixed.env_mask, strict=True) if bit == 0] == [0] * len(zeros)
+    revision = plans[zeros[-1] + 1 :]
+    assert plans[:first_len] == [1] * first_len and revision == [2] * len(revision) and revision
+    assert set(episodes[2].plan_of_token) == {0, 1, 2, 3}
     assert not episodes[2].done and episodes[2].final_answer == "nothing again"
     assert "No plan could be read" in episodes[2].verdicts[0].text(1, 3)
 

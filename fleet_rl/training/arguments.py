@@ -86,6 +86,14 @@ class FleetScriptArguments:
         default=0.01,
         metadata={"help": "refine: reward taken per check before the answer; revise: per revision; 0-0.1."},
     )
+    turn_credit: bool = field(
+        default=False,
+        metadata={
+            "help": "revise: each plan's tokens get their own advantage: the first plan its reward against "
+            "its group's first plans, each revision its gain over the plan it revised minus refine_turn_cost "
+            "(fleet_rl/training/turn_credit.py). false: every token gets the episode's advantage."
+        },
+    )
     env_base_urls: list[str] = field(
         default_factory=list,
         metadata={

@@ -150,7 +150,8 @@ EPISODE_MODE_REWARDS = {"refine": EPISODE_REWARD, "revise": REVISION_REWARD}  # 
 
 def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
     """``episode_mode`` and its reward agree (revise: that reward alone); refine and revise have 2-16 turns
-    and a turn cost in [0, 0.1]; in refine mode, TRL's tool loop is bounded by the checks."""
+    and a turn cost in [0, 0.1]; turn_credit only in revise mode; in refine mode, TRL's tool loop is bounded
+    by the checks."""
     if script_args.episode_mode not in EPISODE_MODES:
         raise ValueError(
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
@@ -178,6 +179,10 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
             f"episode_mode 'revise' scores whole episodes: reward_funcs must be [{REVISION_REWARD}] alone "
             "(a per-answer reward would read every plan of the conversation); got "
             f"{list(script_args.reward_funcs)}"
+        )
+    if script_args.turn_credit and script_args.episode_mode != "revise":
+        raise ValueError(
+            "turn_credit gives each plan of a revision episode its credit: set episode_mode 'revise'"
         )
     if script_args.episode_mode == "single":
         return

@@ -15,12 +15,14 @@ template renders the conversation. ``train_grpo.py`` builds:
   a dict lookup per rollout). It generates each turn with the trainer's own generation
   (``_generate_single_turn``: transformers, paged, or vLLM, with the run's sampling settings; TRL 1.16) and
   returns the episode's tokens after the prompt with ``env_mask`` 0 on the verdicts, so only the policy's
-  tokens carry the loss; plus ``episode_reward``, ``first_reward`` and ``turns`` columns for the reward.
+  tokens carry the loss; plus ``episode_reward``, ``first_reward`` and ``turns`` columns for the reward,
+  and ``plan_rewards`` and ``plan_of_token`` for per-turn credit (``turn_credit``).
 - ``revision_reward`` is the episode reward: the last plan's ``fleet_reward`` minus ``turn_cost`` per
   verdict the policy had to revise after, so a plan that runs at once keeps its whole reward. It logs the
   first plan's reward beside it (``revise/first_reward``), and the turns per episode.
 
-What GRPO compares is whole episodes of one prompt: the first plans differ, and so do the revisions.
+What GRPO compares is whole episodes of one prompt: the first plans differ, and so do the revisions. With
+``turn_credit`` (``fleet_rl.training.turn_credit``) each plan gets its own advantage instead.
 """
 
 from __future__ import annotations
@@ -99,6 +101,9 @@ def revision_rollout(rows: Iterable[dict], max_turns: int, turn_cost: float):
             ],
             "first_reward": [episode.verdicts[0].reward for episode in episodes],
             "turns": [episode.turns for episode in episodes],
+            # per-turn credit (fleet_rl.training.turn_credit) reads each plan's reward and its tokens
+            "plan_rewards": [[verdict.reward for verdict in episode.verdicts] for episode in episodes],
+            "plan_of_token": [episode.plan_of_token for episode in episodes],
         }
 
     return rollout

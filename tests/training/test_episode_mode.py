@@ -30,6 +30,7 @@ def _args(**overrides) -> FleetScriptArguments:
         ),
         ({"episode_mode": "revise"}, "episode_mode 'revise' goes with reward_funcs \\[revision_reward\\]"),
         ({"reward_funcs": ["revision_reward"]}, "revision_reward only with episode_mode 'revise'"),
+        ({"turn_credit": True}, "turn_credit gives each plan of a revision episode its credit"),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward", "format_reward"]},
             "reward_funcs must be \\[revision_reward\\] alone",
