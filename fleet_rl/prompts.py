@@ -16,7 +16,7 @@ names jobs the scenario does not have (the IRD "invented id" rule), and copying 
 Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
 own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
 
-Three styles:
+Four styles:
 
 - ``"full"`` (default; for instruction-tuned LLMs): the schema, the rules and physics, a worked example, and
   the scenario's facts.
@@ -25,6 +25,11 @@ Three styles:
   crashes) and the same user message as ``full``, every figure of the GPU, the jobs and their models. No
   worked example: ~650 prompt tokens instead of ~1,700, and a policy tested on GPUs and models it never
   saw in training can still size a job from figures (DESIGN.md §4, "Prompts state every fact").
+- ``"sized"`` (small models, issue #43): ``facts`` plus, per job, the smallest tensor parallelism at which
+  one replica fits in memory for each weight format the job and GPU allow (``fleet_rl/replica_fit.py``: the
+  kernel's memory verdict, as an engineer reads a memory calculator; never the optimum). A policy that has
+  not learnt the memory arithmetic can still avoid a crash by comparing the plan's tensor_parallel with a
+  number the prompt states.
 - ``"compact"`` (the tiny random test model, whose context is small): the schema and the scenario JSON. It
   names the GPU and the models but gives none of their figures, so a policy can only learn names by heart;
   kept for the tests and for comparison with earlier results.
@@ -40,6 +45,7 @@ from typing import Literal
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel.constants import UTILITY_EXPONENT
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES
+from fleet_rl.replica_fit import ReplicaFit, replica_fits
 from fleet_rl.scenario import Scenario
 
 __all__ = [
@@ -52,8 +58,8 @@ __all__ = [
     "user_prompt",
 ]
 
-PromptStyle = Literal["full", "facts", "compact"]
-PROMPT_STYLES: tuple[str, ...] = ("full", "facts", "compact")
+PromptStyle = Literal["full", "facts", "sized", "compact"]
+PROMPT_STYLES: tuple[str, ...] = ("full", "facts", "sized", "compact")
 
 EXAMPLE_SCENARIO = Scenario.from_dict(
     {
@@ -134,6 +140,12 @@ GPU: params x bytes (fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52) / tensor_parall
 Adam / tensor_parallel; activations grow with seq_len x micro_batch_size (activation_checkpointing cuts
 them); serve: + KV cache of its share of batch_size. Over the GPU's memory: oom, the job earns nothing."""
 
+# What the "sized" style's per-job "Fits" line means (fleet_rl/replica_fit.py).
+_FITS_TEXT = """\
+"Fits" lists, per format (attention and mlp in it, the other groups 16-bit, the KV cache 8-bit below 16),
+the smallest tensor_parallel at which one replica (gpus = tensor_parallel; train/lora at micro_batch_size 1
+with activation_checkpointing) fits in memory. A smaller tensor_parallel at that format crashes (oom)."""
+
 
 def _example_text() -> str:
     return (
@@ -157,6 +169,8 @@ def system_prompt(style: PromptStyle = "full") -> str:
         return f"{intro}\n{_SCHEMA_TEXT}"
     if style == "facts":
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}"
+    if style == "sized":
+        return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}"
     answer_style = "Think briefly if you need to, then give the JSON answer in a ```json fence."
     return f"{intro}\n\n{_SCHEMA_TEXT}\n{answer_style}\n\n{_RULES_TEXT}\n\n{_example_text()}"
 
@@ -189,6 +203,16 @@ def _job_line(job) -> str:
     )
 
 
+def _fits_line(fits: list[ReplicaFit]) -> str:
+    """A job's fits as the ``sized`` style words them: "Fits: bf16 tp 4; fp8 tp 2; int4 tp 1"."""
+    words = {"oom": "none (oom)", "quality": "none (over max_quality_loss)"}
+    parts = [
+        f"{fit.fmt} tp {fit.tensor_parallel}" if fit.tensor_parallel else f"{fit.fmt} {words[fit.reason]}"
+        for fit in fits
+    ]
+    return "  Fits: " + "; ".join(parts) + "."
+
+
 def user_prompt(
     scenario: Scenario,
     *,
@@ -202,6 +226,11 @@ def user_prompt(
         raise ValueError(f"agent {agent!r} is not a job of the scenario; jobs: {', '.join(scenario.job_ids)}")
     if style == "compact":
         lines = [f"Scenario: {scenario.to_json()}"]
+    elif style == "sized":
+        fits = replica_fits(scenario)
+        lines = [_gpu_line(scenario), "Jobs:"]
+        for job in scenario.jobs:
+            lines += [_job_line(job), _fits_line(fits[job.id])]
     else:
         lines = [_gpu_line(scenario), "Jobs:", *(_job_line(job) for job in scenario.jobs)]
     if agent is None:

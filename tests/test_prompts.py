@@ -14,6 +14,7 @@ from fleet_rl.kernel import evaluate, solve
 from fleet_rl.multiagent import agent_request
 from fleet_rl.prompts import (
     EXAMPLE_SCENARIO,
+    PROMPT_STYLES,
     build_messages,
     example_plan,
     format_answer,
@@ -34,11 +35,12 @@ def test_messages_are_system_then_user_and_name_every_job_and_the_cluster():
         assert "formats: fp32, bf16, fp16, int8, int4." in user["content"]
 
 
+@pytest.mark.parametrize("style", ["full", "sized"])
 @pytest.mark.parametrize("task", TASKS)
-def test_the_prompt_never_contains_the_optimal_plan(task):
+def test_the_prompt_never_contains_the_optimal_plan(task, style):
     for seed in range(5):
         scenario = make_scenario(task, seed)
-        text = "\n".join(m["content"] for m in build_messages(scenario))
+        text = "\n".join(m["content"] for m in build_messages(scenario, style=style))
         optimal = solve(scenario).plan
         assert json.dumps(optimal, separators=(",", ":")) not in text
         for job in optimal["jobs"]:  # no part of the answer either
@@ -80,7 +82,8 @@ def test_multiagent_prompt_gives_the_other_parts_and_the_free_gpus():
 
 def test_bad_arguments_raise_clear_errors():
     scenario = make_scenario("easy", 0)
-    with pytest.raises(ValueError, match="unknown prompt style 'long'; valid styles: full, facts, compact"):
+    valid = "full, facts, sized, compact"
+    with pytest.raises(ValueError, match=f"unknown prompt style 'long'; valid styles: {valid}"):
         build_messages(scenario, style="long")
     with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):
         user_prompt(scenario, agent="nobody")
@@ -141,11 +144,12 @@ def _stated_facts(scenario) -> list[str]:
 
 @pytest.mark.parametrize("split", ["train", "eval"])
 @pytest.mark.parametrize("task", TASKS)
-def test_the_facts_style_states_every_fact_of_the_full_user_message(task, split):
+@pytest.mark.parametrize("style", ["facts", "sized"])
+def test_the_small_model_styles_state_every_fact_of_the_full_user_message(task, split, style):
     for seed in range(12):
         scenario = make_scenario(task, seed, split)
         full_user = user_prompt(scenario)
-        _, user = build_messages(scenario, style="facts")
+        _, user = build_messages(scenario, style=style)
         for fact in _stated_facts(scenario):
             assert fact in full_user, fact  # the list above is what the full message states
             assert fact in user["content"], fact
@@ -174,8 +178,25 @@ def test_the_facts_style_keeps_the_schema_and_the_essential_rules_and_drops_the_
 def test_every_style_builds_a_prompt_for_every_drawn_scenario(task, seed, split):
     scenario = make_scenario(task, seed, split)
     agent, given_plan = agent_request(scenario, seed) if task == "multiagent" else (None, None)
-    for style in ("full", "facts", "compact"):
+    for style in PROMPT_STYLES:
         system, user = build_messages(scenario, agent=agent, given_plan=given_plan, style=style)
         assert system["content"] and user["content"]
         for job_id in scenario.job_ids:
             assert job_id in user["content"]
+
+
+def test_the_sized_style_is_facts_plus_each_jobs_fits_line_and_what_it_means():
+    scenario = make_scenario("medium", 3)
+    system, user = build_messages(scenario, style="sized")
+    assert system["content"].startswith(system_prompt("facts"))
+    assert '"Fits" lists' in system["content"] and "crashes (oom)" in system["content"]
+    facts_lines = user_prompt(scenario, style="facts").splitlines()
+    sized_lines = user["content"].splitlines()
+    at = [i for i, line in enumerate(sized_lines) if line.startswith("  Fits: ")]
+    fits_lines = [sized_lines[i] for i in at]
+    assert [line for i, line in enumerate(sized_lines) if i not in at] == facts_lines  # facts, in order
+    assert len(at) == len(scenario.jobs)
+    for i, job in zip(at, scenario.jobs, strict=True):  # each right under its job's line
+        assert sized_lines[i - 1].startswith(f"- {job.id}: ")
+    # this scenario's support-bot (serve llama-3.1-8b, 256 x 8k tokens on 85.5 GB GPUs) needs tp 4 at bf16
+    assert "  Fits: bf16 tp 4; fp8 tp 2; int4 tp 2." in fits_lines

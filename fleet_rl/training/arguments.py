@@ -61,7 +61,7 @@ class FleetScriptArguments:
     )
     prompt_style: str = field(
         default="full",
-        metadata={"help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (facts: small models)."},
+        metadata={"help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (facts, sized: small models)."},
     )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["fleet_reward"],

@@ -1,0 +1,88 @@
+"""Where one replica of a job fits: per weight format, the smallest tensor parallelism that holds it.
+
+The ``sized`` prompt style (``fleet_rl/prompts.py``) states these per job, so that a small policy compares
+numbers the prompt already holds instead of doing the memory arithmetic of the rules (DESIGN.md §4.2) in
+its head. They are what an engineer reads off a memory calculator, nothing more: the kernel's memory and
+quality verdict on one replica of the job alone on the cluster (``gpus == tensor_parallel``), at the
+setting that needs least memory for that format. Nothing is read from the optimum or from the kernel's
+throughput, so they say what crashes, never what is best.
+
+A format here is a profile a plan can write directly:
+
+- ``bf16`` (``fp16`` on a GPU without bf16): every module group and the KV cache at 16 bits;
+- ``fp8`` (GPUs with fp8 only): attention and mlp in fp8, the other groups at 16 bits, an fp8 KV cache;
+- ``int8`` / ``int4`` (serve and lora jobs, whose weights are frozen; ``int8`` only where the GPU lacks
+  fp8, since fp8 holds the same bytes): attention and mlp weights at 8 or 4 bits, the other groups at 16
+  bits, an 8-bit KV cache (fp8 where the GPU has it, else int8).
+
+Training jobs (train, lora) are sized at micro-batch 1 with activation checkpointing, serve jobs with one
+replica holding the whole batch's KV cache; more replicas never need more memory per GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleet_rl.catalog import MODULE_GROUPS
+from fleet_rl.kernel import SolvedScenario, evaluate
+from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
+from fleet_rl.scenario import Job, Scenario
+from fleet_rl.solved_scenarios import solved_scenario
+
+__all__ = ["ReplicaFit", "replica_fits"]
+
+_LOW_GROUPS = ("attention", "mlp")  # the groups a smaller format applies to; the rest stay at 16 bits
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaFit:
+    """One format's verdict for one job: ``tensor_parallel`` is the smallest that holds one replica, or
+    ``None`` with ``reason`` ``"oom"`` (no tensor parallelism on this cluster holds it) or ``"quality"``
+    (the format's quality loss is over the job's ``max_quality_loss`` at every size that holds it)."""
+
+    fmt: str
+    tensor_parallel: int | None
+    reason: str = ""
+
+
+def _formats(job: Job, half: str, fp8: bool) -> list[str]:
+    formats = [half, "fp8"] if fp8 else [half]
+    if job.kind != "train":  # frozen weights may be stored weight-only
+        formats += ["int4"] if fp8 else ["int8", "int4"]
+    return formats
+
+
+def _part(job: Job, fmt: str, tensor_parallel: int, half: str, fp8: bool) -> dict:
+    """One replica of ``job`` at format profile ``fmt`` (see the module docstring)."""
+    precision = dict.fromkeys(MODULE_GROUPS, half) | dict.fromkeys(_LOW_GROUPS, fmt)
+    part = {"id": job.id, "gpus": tensor_parallel, "tensor_parallel": tensor_parallel, "precision": precision}
+    if job.kind == "serve":
+        return part | {"kv_cache": half if fmt == half else ("fp8" if fp8 else "int8")}
+    return part | {"micro_batch_size": 1, "activation_checkpointing": True}
+
+
+def _fit(solved: SolvedScenario, job: Job, fmt: str, half: str, fp8: bool) -> ReplicaFit:
+    heads = (job.model_spec.num_attention_heads, job.model_spec.num_key_value_heads)
+    reason = "oom"
+    for tensor_parallel in TENSOR_PARALLEL_SIZES:
+        if tensor_parallel > solved.gpu_count or any(h % tensor_parallel for h in heads):
+            continue
+        part = _part(job, fmt, tensor_parallel, half, fp8)
+        status = evaluate(solved, {"jobs": [part]}).jobs[solved.job_index[job.id]].status
+        if status in ("ok", "too_slow"):  # "fits" ignores the job's floor: more replicas meet that
+            return ReplicaFit(fmt, tensor_parallel)
+        if status == "unstable":
+            reason = "quality"
+    return ReplicaFit(fmt, None, reason)
+
+
+def replica_fits(scenario: Scenario | SolvedScenario) -> dict[str, list[ReplicaFit]]:
+    """Per job id (scenario order), each format's smallest tensor parallelism that holds one replica."""
+    solved = scenario if isinstance(scenario, SolvedScenario) else solved_scenario(scenario)
+    gpu = solved.scenario.gpu
+    half = "bf16" if gpu.supports("bf16") else "fp16"
+    fp8 = gpu.supports("fp8")
+    return {
+        job.id: [_fit(solved, job, fmt, half, fp8) for fmt in _formats(job, half, fp8)]
+        for job in solved.scenario.jobs
+    }
