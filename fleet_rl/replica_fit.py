@@ -1,11 +1,11 @@
 """Where one replica of a job fits: per weight format, the smallest tensor parallelism that holds it.
 
 The ``sized`` prompt style (``fleet_rl/prompts.py``) states these per job, so that a small policy compares
-numbers the prompt already holds instead of doing the memory arithmetic of the rules (DESIGN.md §4.2) in
-its head. They are what an engineer reads off a memory calculator, nothing more: the kernel's memory and
-quality verdict on one replica of the job alone on the cluster (``gpus == tensor_parallel``), at the
-setting that needs least memory for that format. Nothing is read from the optimum or from the kernel's
-throughput, so they say what crashes, never what is best.
+numbers the prompt already holds instead of doing the memory arithmetic of the rules (DESIGN.md §4,
+"Memory per GPU") in its head. They are what an engineer reads off a memory calculator, nothing more: the
+kernel's memory and quality verdict on one replica of the job alone on the cluster
+(``gpus == tensor_parallel``), at the setting that needs least memory for that format. Nothing is read
+from the optimum or from the kernel's throughput, so they say what crashes, never what is best.
 
 A format here is a profile a plan can write directly:
 
