@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from fleet_rl.catalog import MODULE_GROUPS
-from fleet_rl.kernel import SolvedScenario, evaluate
+from fleet_rl.kernel import SolvedScenario
 from fleet_rl.kernel.constants import UTILITY_EXPONENT
-from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
+from fleet_rl.replica_fit import part_status, tensor_parallel_sizes
 from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 
@@ -64,9 +64,7 @@ def _replicas(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> Iterato
     """The job's parts on the fewest GPUs at which they fit (one replica), most preferred first: formats,
     then tensor parallelism, then (training) micro-batch and checkpointing; "fits" ignores the job's floor,
     which step 3 measures."""
-    heads = (job.model_spec.num_attention_heads, job.model_spec.num_key_value_heads)
-    count = solved.gpu_count
-    tps = [tp for tp in TENSOR_PARALLEL_SIZES if tp <= count and all(h % tp == 0 for h in heads)]
+    tps = tensor_parallel_sizes(job, solved.gpu_count)
     for precision, kv in _formats(job, half, fp8):
         for tp in tps:
             part = {"id": job.id, "gpus": tp, "tensor_parallel": tp, "precision": precision}
@@ -78,13 +76,8 @@ def _replicas(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> Iterato
                     for micro, checkpointing in TRAINING_BATCHING
                 ]
             for candidate in candidates:
-                if _status(solved, candidate) in ("ok", "too_slow"):
+                if part_status(solved, candidate) in ("ok", "too_slow"):
                     yield candidate
-
-
-def _status(solved: SolvedScenario, part: dict) -> str:
-    """The kernel's verdict on one job's part, alone on the cluster."""
-    return evaluate(solved, {"jobs": [part]}).jobs[solved.job_index[part["id"]]].status
 
 
 def _fewest_gpus_that_run(solved: SolvedScenario, part: dict, free: int) -> int | None:
@@ -92,7 +85,7 @@ def _fewest_gpus_that_run(solved: SolvedScenario, part: dict, free: int) -> int 
     ``min_tokens_per_s``), or None."""
     step = part["tensor_parallel"]
     for gpus in range(step, free + 1, step):
-        if _status(solved, part | {"gpus": gpus}) == "ok":
+        if part_status(solved, part | {"gpus": gpus}) == "ok":
             return gpus
     return None
 

@@ -29,7 +29,7 @@ from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 
-__all__ = ["ReplicaFit", "replica_fits"]
+__all__ = ["ReplicaFit", "part_status", "replica_fits", "tensor_parallel_sizes"]
 
 _LOW_GROUPS = ("attention", "mlp")  # the groups a smaller format applies to; the rest stay at 16 bits
 
@@ -43,6 +43,18 @@ class ReplicaFit:
     fmt: str
     tensor_parallel: int | None
     reason: str = ""
+
+
+def tensor_parallel_sizes(job: Job, gpu_count: int) -> list[int]:
+    """The tensor parallel sizes a replica of ``job`` may use on ``gpu_count`` GPUs: at most the GPUs, and
+    dividing the model's attention and KV heads (the rule the kernel checks)."""
+    heads = (job.model_spec.num_attention_heads, job.model_spec.num_key_value_heads)
+    return [tp for tp in TENSOR_PARALLEL_SIZES if tp <= gpu_count and all(h % tp == 0 for h in heads)]
+
+
+def part_status(solved: SolvedScenario, part: dict) -> str:
+    """The kernel's verdict on one job's part, alone on the cluster."""
+    return evaluate(solved, {"jobs": [part]}).jobs[solved.job_index[part["id"]]].status
 
 
 def _formats(job: Job, half: str, fp8: bool) -> list[str]:
@@ -62,13 +74,9 @@ def _part(job: Job, fmt: str, tensor_parallel: int, half: str, fp8: bool) -> dic
 
 
 def _fit(solved: SolvedScenario, job: Job, fmt: str, half: str, fp8: bool) -> ReplicaFit:
-    heads = (job.model_spec.num_attention_heads, job.model_spec.num_key_value_heads)
     reason = "oom"
-    for tensor_parallel in TENSOR_PARALLEL_SIZES:
-        if tensor_parallel > solved.gpu_count or any(h % tensor_parallel for h in heads):
-            continue
-        part = _part(job, fmt, tensor_parallel, half, fp8)
-        status = evaluate(solved, {"jobs": [part]}).jobs[solved.job_index[job.id]].status
+    for tensor_parallel in tensor_parallel_sizes(job, solved.gpu_count):
+        status = part_status(solved, _part(job, fmt, tensor_parallel, half, fp8))
         if status in ("ok", "too_slow"):  # "fits" ignores the job's floor: more replicas meet that
             return ReplicaFit(fmt, tensor_parallel)
         if status == "unstable":
