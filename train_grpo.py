@@ -87,8 +87,8 @@ from fleet_rl.training.finished_run import finished_checkpoint, restore_finished
 from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer  # noqa: E402
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
+from fleet_rl.training.job_credit import JobCreditTrainer  # noqa: E402
 from fleet_rl.training.self_imitation import SelfImitationTrainer  # noqa: E402
-from fleet_rl.training.turn_credit import TurnCreditTrainer  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
 
 logger = logging.getLogger("train_grpo")
@@ -224,14 +224,17 @@ def episode_environment(script_args: FleetScriptArguments, processing_class, dat
 
 
 def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrainer], dict]:
-    """The trainer class and its extra arguments: ``TurnCreditTrainer`` (TRL's ``GRPOTrainer`` running a
-    batch's shared prompt once, or not with ``share_prompt: false``, and with ``turn_credit`` crediting each
-    plan of a revision episode) unless the run asks for fresh prompts on flat steps (``resample_flat_groups``,
-    DAPO) or for self-imitation (``self_imitation_coef``), whose trainers extend it."""
+    """The trainer class and its extra arguments: ``JobCreditTrainer`` (TRL's ``GRPOTrainer`` running a
+    batch's shared prompt once, or not with ``share_prompt: false``, with ``turn_credit`` crediting each
+    plan of a revision episode and with ``job_credit`` each job of a whole plan) unless the run asks for
+    fresh prompts on flat steps (``resample_flat_groups``, DAPO) or for self-imitation
+    (``self_imitation_coef``), whose trainers extend it."""
     # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
     extensions: dict = {"share_prompt": script_args.share_prompt and script_args.backend != "unsloth"}
     if script_args.turn_credit:  # each plan of a revision episode its own advantage
         extensions |= {"turn_credit": True, "turn_cost": script_args.refine_turn_cost}
+    if script_args.job_credit:  # each job of a whole plan its own advantage on its tokens
+        extensions["job_credit"] = script_args.job_credit
     if script_args.resample_flat_groups:
         extensions["resample_flat_groups"] = script_args.resample_flat_groups
     if script_args.self_imitation_coef > 0:
@@ -247,7 +250,7 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
         return SelfImitationTrainer, extensions
     if "resample_flat_groups" in extensions:
         return FlatGroupResamplingTrainer, extensions
-    return TurnCreditTrainer, extensions
+    return JobCreditTrainer, extensions
 
 
 def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = ()) -> dict:

@@ -94,6 +94,15 @@ class FleetScriptArguments:
             "(fleet_rl/training/turn_credit.py). false: every token gets the episode's advantage."
         },
     )
+    job_credit: float = field(
+        default=0.0,
+        metadata={
+            "help": "single: the weight w of per-job credit; each job's tokens in a whole plan also get "
+            "w x (the job's breadcrumb credit - its group mean), so the job that broke a plan is told apart "
+            "from the one that ran (fleet_rl/training/job_credit.py). 0: off, every token gets the plan's "
+            "advantage; 0 to 1."
+        },
+    )
     env_base_urls: list[str] = field(
         default_factory=list,
         metadata={

@@ -150,8 +150,8 @@ EPISODE_MODE_REWARDS = {"refine": EPISODE_REWARD, "revise": REVISION_REWARD}  # 
 
 def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
     """``episode_mode`` and its reward agree (revise: that reward alone); refine and revise have 2-16 turns
-    and a turn cost in [0, 0.1]; turn_credit only in revise mode; in refine mode, TRL's tool loop is bounded
-    by the checks."""
+    and a turn cost in [0, 0.1]; turn_credit only in revise mode; job_credit in [0, 1] and only in single
+    mode; in refine mode, TRL's tool loop is bounded by the checks."""
     if script_args.episode_mode not in EPISODE_MODES:
         raise ValueError(
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
@@ -183,6 +183,13 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
     if script_args.turn_credit and script_args.episode_mode != "revise":
         raise ValueError(
             "turn_credit gives each plan of a revision episode its credit: set episode_mode 'revise'"
+        )
+    if not 0.0 <= script_args.job_credit <= 1.0:
+        raise ValueError(f"job_credit must be in [0, 1] (0: off), got {script_args.job_credit}")
+    if script_args.job_credit and script_args.episode_mode != "single":
+        raise ValueError(
+            "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single' "
+            f"(got {script_args.episode_mode!r}; revise episodes have turn_credit)"
         )
     if script_args.episode_mode == "single":
         return

@@ -23,7 +23,7 @@ import random
 import torch
 
 from fleet_rl.training.flat_span import FLAT_SPAN
-from fleet_rl.training.turn_credit import TurnCreditTrainer
+from fleet_rl.training.job_credit import JobCreditTrainer
 
 __all__ = ["RESAMPLED_KEY", "FlatGroupResamplingTrainer", "every_group_flat"]
 
@@ -40,8 +40,8 @@ def every_group_flat(rewards: torch.Tensor, group_size: int, flat_span: float = 
     return bool(((highest - lowest) < flat_span).all())  # no answer scored: -inf, flat
 
 
-class FlatGroupResamplingTrainer(TurnCreditTrainer):
-    """``TurnCreditTrainer`` that generates again from fresh prompts, up to ``resample_flat_groups`` times,
+class FlatGroupResamplingTrainer(JobCreditTrainer):
+    """``JobCreditTrainer`` that generates again from fresh prompts, up to ``resample_flat_groups`` times,
     when every group of a training generation batch is flat (see the module docstring). 0 is its parent."""
 
     def __init__(self, *args, resample_flat_groups: int = 0, **kwargs) -> None:

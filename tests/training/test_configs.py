@@ -258,23 +258,27 @@ def test_self_imitation_options(no_model_loading, capsys, flags, expected):
 def test_the_trainer_class_follows_the_options():
     from fleet_rl.training.arguments import FleetScriptArguments
     from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer
+    from fleet_rl.training.job_credit import JobCreditTrainer
     from fleet_rl.training.self_imitation import SelfImitationTrainer
-    from fleet_rl.training.turn_credit import TurnCreditTrainer
     from train_grpo import trainer_extensions
 
-    assert trainer_extensions(FleetScriptArguments()) == (TurnCreditTrainer, {"share_prompt": True})
+    assert trainer_extensions(FleetScriptArguments()) == (JobCreditTrainer, {"share_prompt": True})
     assert trainer_extensions(FleetScriptArguments(share_prompt=False)) == (
-        TurnCreditTrainer,
+        JobCreditTrainer,
         {"share_prompt": False},
     )
     assert trainer_extensions(FleetScriptArguments(backend="unsloth")) == (
-        TurnCreditTrainer,
+        JobCreditTrainer,
         {"share_prompt": False},
     )
     credited = FleetScriptArguments(episode_mode="revise", turn_credit=True, refine_turn_cost=0.02)
     assert trainer_extensions(credited) == (
-        TurnCreditTrainer,
+        JobCreditTrainer,
         {"share_prompt": True, "turn_credit": True, "turn_cost": 0.02},
+    )
+    assert trainer_extensions(FleetScriptArguments(job_credit=0.5)) == (
+        JobCreditTrainer,
+        {"share_prompt": True, "job_credit": 0.5},
     )
     resampling = FleetScriptArguments(resample_flat_groups=2)
     assert trainer_extensions(resampling) == (

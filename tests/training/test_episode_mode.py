@@ -31,6 +31,11 @@ def _args(**overrides) -> FleetScriptArguments:
         ({"episode_mode": "revise"}, "episode_mode 'revise' goes with reward_funcs \\[revision_reward\\]"),
         ({"reward_funcs": ["revision_reward"]}, "revision_reward only with episode_mode 'revise'"),
         ({"turn_credit": True}, "turn_credit gives each plan of a revision episode its credit"),
+        ({"job_credit": 1.5}, "job_credit must be in \\[0, 1\\] \\(0: off\\), got 1.5"),
+        (
+            {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "job_credit": 0.5},
+            "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single'",
+        ),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward", "format_reward"]},
             "reward_funcs must be \\[revision_reward\\] alone",

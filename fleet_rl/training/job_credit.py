@@ -1,0 +1,198 @@
+"""Per-job credit in whole plans: each job's tokens also get that job's own advantage (``job_credit: w``).
+
+GRPO hands every token of an answer one advantage, the plan's reward against its group's. A plan of three
+jobs whose first runs and whose second is out of memory trains the tokens of both alike: the policy cannot
+tell which choice broke the plan, and on the CPU presets it settles on one template (bf16, tensor
+parallelism 1 for every job) that fixes one fault and keeps another (issue #43).
+
+``JobCreditTrainer`` keeps the plan's advantage on every token and adds, on the tokens of job j's object in
+the answer's JSON, ``w × (c_j − mean c_j)``: job j's breadcrumb credit (``rewards/job_credits.py``: 1 runs,
+a near miss in (1/3, 1/2) graded by its distance, 1/3 idle, at most 1/6 for a categorical fault) against the
+mean credit of job j over the group's answers that have one. An answer whose job j ran where the group's
+mostly went out of memory has that job's tokens pushed up even when another job sinks the plan, and the job
+that sank it is pushed down on its own tokens. A job that every answer of the group handled alike adds
+nothing; the plan's advantage (score, feasibility) still drives the whole answer.
+
+It is a credit assignment, not a reward: the rewards, their order and the logged reward are unchanged; the
+(B, T) advantages go to TRL's loss as they are (``GRPOTrainer._compute_loss`` unsqueezes only a (B,) one).
+Answers without per-job credit (no plan parsed, a plan the kernel rejects, IRD, multi-agent rows) keep the
+plan's advantage alone. Tokens are mapped to jobs by decoding each answer token by token
+(``token_char_ends``) and finding each job's ``{...}`` object around its ``"id"`` (``job_spans``).
+``job_credit/mean_abs`` logs the mean size of the added term over the tokens it touched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+
+import torch
+
+from fleet_rl.training.turn_credit import TurnCreditTrainer
+from rewards.job_credits import job_credits
+
+__all__ = ["JobCreditTrainer", "job_advantages", "job_of_tokens", "job_spans", "token_char_ends"]
+
+
+def _object_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) character span of every balanced ``{...}`` in ``text``, braces in JSON strings
+    ignored; unbalanced braces open or close nothing."""
+    spans, open_braces = [], []
+    in_string = escaped = False
+    for position, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            open_braces.append(position)
+        elif char == "}" and open_braces:
+            spans.append((open_braces.pop(), position + 1))
+    return spans
+
+
+def job_spans(text: str, job_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """``{job id: (start, end)}``: the innermost ``{...}`` around the first ``"id": "<job id>"`` of each job
+    found in ``text``; a job whose id does not appear inside an object is left out."""
+    spans = _object_spans(text)
+    found = {}
+    for job_id in job_ids:
+        match = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(job_id)), text)
+        if match is None:
+            continue
+        around = [span for span in spans if span[0] < match.start() and match.end() <= span[1]]
+        if around:
+            found[job_id] = min(around, key=lambda span: span[1] - span[0])
+    return found
+
+
+def token_char_ends(decode, token_ids: Sequence[int]) -> list[int]:
+    """Where each token ends in the decoded text: ``len(decode(token_ids[:k + 1]))``, never decreasing (a
+    token that ends inside a multi-byte character ends where the text had got to)."""
+    ends, reached = [], 0
+    for k in range(len(token_ids)):
+        reached = max(reached, len(decode(token_ids[: k + 1])))
+        ends.append(reached)
+    return ends
+
+
+def job_of_tokens(char_ends: Sequence[int], spans: dict[str, tuple[int, int]]) -> list[str | None]:
+    """Each token's job: the job whose span holds the token's last character, else None."""
+    owners, start = [], 0
+    for end in char_ends:
+        last = end - 1
+        owner = None
+        if end > start:  # a token that adds no character belongs to no job
+            owner = next((job for job, (first, stop) in spans.items() if first <= last < stop), None)
+        owners.append(owner)
+        start = end
+    return owners
+
+
+def job_advantages(
+    plan_advantages: torch.Tensor,
+    credits: Sequence[dict[str, float] | None],
+    token_jobs: Sequence[Sequence[str | None]],
+    group_credits: Sequence[dict[str, float]],
+    weight: float,
+    length: int,
+) -> torch.Tensor:
+    """(rows, ``length``) advantages: each row's plan advantage on every token, plus ``weight × (c_j −
+    group_credits[row][j])`` on the tokens of job j where the row has a credit for j."""
+    rows = plan_advantages.numel()
+    if not len(credits) == len(token_jobs) == len(group_credits) == rows:
+        raise ValueError(
+            f"{rows} plan advantages, {len(credits)} credit rows, {len(token_jobs)} token maps and "
+            f"{len(group_credits)} group means"
+        )
+    advantages = plan_advantages.detach().float().cpu().reshape(rows, 1).repeat(1, length)
+    for row, (credit, jobs, means) in enumerate(zip(credits, token_jobs, group_credits, strict=True)):
+        if credit is None:
+            continue
+        for token, job in enumerate(jobs[:length]):
+            if job is not None and job in credit and job in means:
+                advantages[row, token] += weight * (credit[job] - means[job])
+    return advantages
+
+
+def group_job_means(credits: Sequence[dict[str, float] | None], group_size: int) -> list[dict[str, float]]:
+    """Per row, ``{job id: mean credit}`` over its group's rows that have a credit for the job (GRPO's
+    consecutive groups of ``group_size``); a job only one row of the group credits has no mean."""
+    if len(credits) % group_size:
+        raise ValueError(f"{len(credits)} rows do not split into groups of {group_size}")
+    means = []
+    for start in range(0, len(credits), group_size):
+        group = [credit for credit in credits[start : start + group_size] if credit is not None]
+        values: dict[str, list[float]] = {}
+        for credit in group:
+            for job, value in credit.items():
+                values.setdefault(job, []).append(value)
+        mean = {job: math.fsum(v) / len(v) for job, v in values.items() if len(v) > 1}
+        means += [mean] * group_size
+    return means
+
+
+class JobCreditTrainer(TurnCreditTrainer):
+    """``TurnCreditTrainer`` that, with ``job_credit > 0``, adds each job's own advantage to its tokens
+    (module docstring); ``job_credit=0`` is its parent."""
+
+    def __init__(self, *args, job_credit: float = 0.0, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.job_credit = job_credit
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        if not self.job_credit:
+            return output
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+
+        def decode(ids: Sequence[int]) -> str:
+            return tokenizer.decode(ids, skip_special_tokens=True)
+
+        lengths = output["completion_mask"].sum(dim=1).tolist()
+        answers = [row[: int(n)].tolist() for row, n in zip(output["completion_ids"], lengths, strict=True)]
+        texts = [decode(ids) for ids in answers]
+        extra = {
+            name: [row.get(name) for row in inputs] for name in ("agent", "given_plan") if name in inputs[0]
+        }
+        credits = job_credits(texts, [row["scenario"] for row in inputs], **extra)
+        token_jobs = [
+            job_of_tokens(token_char_ends(decode, ids), job_spans(text, list(credit)))
+            if credit is not None
+            else []
+            for ids, text, credit in zip(answers, texts, credits, strict=True)
+        ]
+        all_credits = self._gather_credits(credits)
+        group_size = self.num_generations if self.model.training else self.num_generations_eval
+        start = self.accelerator.process_index * len(inputs)
+        means = group_job_means(all_credits, group_size)[start : start + len(inputs)]
+        plan_advantages = output["advantages"]
+        advantages = job_advantages(
+            plan_advantages, credits, token_jobs, means, self.job_credit, output["completion_ids"].size(1)
+        )
+        touched = [
+            abs(float(advantages[row, token]) - float(plan_advantages[row]))
+            for row, jobs in enumerate(token_jobs)
+            for token, job in enumerate(jobs)
+            if job is not None and job in means[row]
+        ]
+        if touched:
+            mode = "train" if self.model.training else "eval"
+            self._metrics[mode]["job_credit/mean_abs"].append(sum(touched) / len(touched))
+        output["advantages"] = advantages.to(plan_advantages.device)
+        return output
+
+    def _gather_credits(self, credits: list[dict[str, float] | None]) -> list[dict[str, float] | None]:
+        """Every process's rows' credits, in process order (GRPO's groups may span processes)."""
+        if self.accelerator.num_processes == 1:
+            return credits
+        from accelerate.utils import gather_object
+
+        return gather_object(credits)
