@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import msgspec
@@ -50,7 +51,7 @@ def test_the_credits_are_the_ones_the_reward_averages():
 
 
 def test_a_job_left_out_is_idle():
-    plan = optimal(SCENARIO)
+    plan = copy.deepcopy(optimal(SCENARIO))  # optimal() hands out the solved scenario's cached plan
     plan["jobs"] = plan["jobs"][1:]
     (credits,) = job_credits([json.dumps(plan)], [SCENARIO_JSON])
     assert credits[JOB_IDS[0]] == pytest.approx(IDLE_CREDIT) and credits[JOB_IDS[1]] == 1.0
@@ -58,7 +59,7 @@ def test_a_job_left_out_is_idle():
 
 def test_answers_whose_reward_is_not_their_jobs_credits_get_none():
     placed_nothing = {"jobs": [{**job, "gpus": 0} for job in optimal(SCENARIO)["jobs"]]}  # IRD: giving up
-    indivisible = optimal(SCENARIO)
+    indivisible = copy.deepcopy(optimal(SCENARIO))
     indivisible["jobs"][0] |= {"gpus": 3, "tensor_parallel": 2}  # rejected by the kernel: nothing simulated
     answers = ["no plan here", "{", json.dumps(placed_nothing), json.dumps(indivisible), "x" * 10**6]
     assert job_credits(answers, [SCENARIO_JSON] * len(answers)) == [None] * len(answers)
