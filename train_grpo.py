@@ -226,7 +226,8 @@ def episode_environment(script_args: FleetScriptArguments, processing_class, dat
 def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrainer], dict]:
     """The trainer class and its extra arguments: ``JobCreditTrainer`` (TRL's ``GRPOTrainer`` running a
     batch's shared prompt once, or not with ``share_prompt: false``, with ``turn_credit`` crediting each
-    plan of a revision episode and with ``job_credit`` each job of a whole plan) unless the run asks for
+    plan of a revision episode, with ``job_credit`` each job of a whole plan, and with ``explore_edit_rate``
+    editing that share of the answers at random) unless the run asks for
     fresh prompts on flat steps (``resample_flat_groups``, DAPO) or for self-imitation
     (``self_imitation_coef``), whose trainers extend it."""
     # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
@@ -235,6 +236,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
         extensions |= {"turn_credit": True, "turn_cost": script_args.refine_turn_cost}
     if script_args.job_credit:  # each job of a whole plan its own advantage on its tokens
         extensions["job_credit"] = script_args.job_credit
+    if script_args.explore_edit_rate:  # a share of the answers edited at random before scoring
+        extensions["explore_edit_rate"] = script_args.explore_edit_rate
     if script_args.resample_flat_groups:
         extensions["resample_flat_groups"] = script_args.resample_flat_groups
     if script_args.self_imitation_coef > 0:

@@ -69,21 +69,28 @@ FAULT_LABELS = {
 }
 
 
+def _seed_summaries(result: dict, keys: list[str]) -> list[tuple[int, dict, dict]] | None:
+    """(seed, its start summary, its after summary) per seed, when every per-seed summary holds ``keys``
+    (one start may serve every seed); ``None`` for results without them (older results lack newer keys)."""
+    starts, afters = result["start"].get("per_seed") or [], result["after"].get("per_seed") or []
+    if not starts or len(afters) != len(result["seeds"]):
+        return None
+    if any(key not in summary for summary in (*starts, *afters) for key in keys):
+        return None
+    return [(seed, starts[min(k, len(starts) - 1)], afters[k]) for k, seed in enumerate(result["seeds"])]
+
+
 def _faults_by_seed(result: dict) -> str | None:
     """One line: per seed, the share of held-out answers with a job failing for each reason, start → after.
 
     What a policy learned shows here when its mean moves little: a seed may trade one fault for another (a
     template that never runs out of memory but writes a setting the kernel does not support). ``None`` for
     results whose per-seed summaries predate the fault rates."""
-    starts, afters = result["start"].get("per_seed") or [], result["after"].get("per_seed") or []
-    keys = [f"{fault}_rate" for fault in CRASHES]
-    if not starts or len(afters) != len(result["seeds"]):
-        return None
-    if any(key not in summary for summary in (*starts, *afters) for key in keys):
+    by_seed = _seed_summaries(result, [f"{fault}_rate" for fault in CRASHES])
+    if by_seed is None:
         return None
     parts = []
-    for k, seed in enumerate(result["seeds"]):
-        start, after = starts[min(k, len(starts) - 1)], afters[k]
+    for seed, start, after in by_seed:
         faults = ", ".join(
             f"{FAULT_LABELS[fault]} {start[f'{fault}_rate']:.2f} → {after[f'{fault}_rate']:.2f}"
             for fault in CRASHES
@@ -121,15 +128,13 @@ def _settings_by_seed(result: dict) -> str | None:
     """One line: per seed and job kind, the distinct settings (tensor_parallel, formats, kv_cache) of the
     greedy answers, start → after (``fleet_rl.training.setting_variety``). One or two per kind is a template;
     a policy that plans by the scenario uses more. ``None`` for results that predate the counts."""
-    starts, afters = result["start"].get("per_seed") or [], result["after"].get("per_seed") or []
-    if not starts or len(afters) != len(result["seeds"]):
-        return None
-    if any("distinct_settings_per_kind" not in summary for summary in (*starts, *afters)):
+    by_seed = _seed_summaries(result, ["distinct_settings_per_kind"])
+    if by_seed is None:
         return None
     parts = []
-    for k, seed in enumerate(result["seeds"]):
-        start = starts[min(k, len(starts) - 1)]["distinct_settings_per_kind"]
-        after = afters[k]["distinct_settings_per_kind"]
+    for seed, start_summary, after_summary in by_seed:
+        start = start_summary["distinct_settings_per_kind"]
+        after = after_summary["distinct_settings_per_kind"]
         kinds = ", ".join(
             f"{kind} {start.get(kind, 0)} → {after.get(kind, 0)}" for kind in {**start, **after}
         )
@@ -137,6 +142,30 @@ def _settings_by_seed(result: dict) -> str | None:
     return (
         "Distinct settings (tensor_parallel, formats, kv_cache) the answers give each job kind, "
         "start → after: " + "; ".join(parts) + "."
+    )
+
+
+def _placement_by_seed(result: dict) -> str | None:
+    """One line: per seed, the mean share of each scenario's jobs the greedy answers place (gpus > 0),
+    start → after, and the baselines' (``fleet_rl.training.job_placement``). An answer that leaves jobs out
+    shows here and not among the faults. ``None`` for results that predate the share."""
+    by_seed = _seed_summaries(result, ["placed_job_share"])
+    if by_seed is None:
+        return None
+    seeds = "; ".join(
+        f"seed {seed} {start['placed_job_share']:.2f} → {after['placed_job_share']:.2f}"
+        for seed, start, after in by_seed
+    )
+    baselines = ", ".join(
+        f"{name} {summary['placed_job_share']:.2f}"
+        for name, summary in result.get("baselines", {}).items()
+        if "placed_job_share" in summary
+    )
+    return (
+        "Share of each scenario's jobs the answers place (gpus > 0), start → after: "
+        + seeds
+        + (f"; baselines: {baselines}" if baselines else "")
+        + "."
     )
 
 
@@ -182,7 +211,12 @@ def render(result: dict) -> str:
         f"After − start in % of optimum per seed: {per_seed}.",
         _per_seed_and_tier(result),
     ]
-    for line in (_first_plans(result), _faults_by_seed(result), _settings_by_seed(result)):
+    for line in (
+        _first_plans(result),
+        _faults_by_seed(result),
+        _placement_by_seed(result),
+        _settings_by_seed(result),
+    ):
         if line:
             lines.append(line)
     if result.get("baselines"):

@@ -11,7 +11,8 @@ held-out rows (``split="eval"``, one ``dataset_seed``) and hands the summaries h
   ``fleet_rl.training.heldout.summarise`` returns, overall and ``per_task``: ``num_scenarios``,
   ``mean_percent_of_optimum`` (IRD plans count 0), ``mean_kernel_percent_of_optimum``,
   ``mean_fleet_reward``, ``valid_plan_rate``, ``feasible_rate``, ``crash_rate`` and ``oom_rate`` /
-  ``unsupported_rate`` / ``unstable_rate``, ``ird_rate``, and for model policies
+  ``unsupported_rate`` / ``unstable_rate``, ``ird_rate``, ``placed_job_share`` (the share of the jobs asked
+  for that the answers place, ``fleet_rl/training/job_placement.py``), and for model policies
   ``mean_completion_tokens`` (plus a few ``samples``); an endpoint policy (``openai:<model>``,
   ``fleet_rl/endpoint_policy.py``) adds ``usage`` (this run's requests, failed_requests, prompt_tokens,
   completion_tokens, and ``reused_answers``: prompts answered from an earlier run's answers file under the
@@ -46,6 +47,7 @@ _RATES = (
     ("feasible", "feasible_rate"),
     ("crash", "crash_rate"),
     ("IRD", "ird_rate"),
+    ("jobs placed", "placed_job_share"),
 )
 
 
@@ -76,7 +78,7 @@ def markdown(report: dict) -> str:
             f"{per_task[tier]['mean_percent_of_optimum']:.1f}" if tier in per_task else "–" for tier in tiers
         ]
         cells.append(f"{summary['mean_fleet_reward']:.3f}")
-        cells += [f"{summary[key]:.2f}" for _, key in _RATES]
+        cells += [f"{summary[key]:.2f}" if key in summary else "–" for _, key in _RATES]  # older: fewer keys
         tokens = summary.get("mean_completion_tokens")
         cells.append("–" if tokens is None else f"{tokens:.0f}")
         lines.append("| " + " | ".join(cells) + " |")

@@ -36,6 +36,7 @@ def test_baselines_in_one_report_ordered_as_given_and_reproducible(tmp_path, cap
         assert set(summary["per_task"]) <= {"easy", "hard", "multiagent"}
         assert summary["crash_rate"] >= max(summary[f"{s}_rate"] for s in ("oom", "unsupported", "unstable"))
     assert by_name["random"]["crash_rate"] > 0.0 == by_name["optimal"]["crash_rate"]
+    assert all(0.0 < summary["placed_job_share"] <= 1.0 for summary in by_name.values())
     directory = tmp_path / "first"
     assert sorted(path.name for path in directory.iterdir()) == sorted(REPORT_FILES)
     assert json.loads((directory / "report.json").read_text()) == report
@@ -44,6 +45,7 @@ def test_baselines_in_one_report_ordered_as_given_and_reproducible(tmp_path, cap
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     assert [row.split("`")[1] for row in rows] == POLICIES.split(",")
     assert rows[3].startswith("| `optimal` | 100.0 | 100.0 | 100.0 | 100.0 |")
+    assert table.splitlines()[2].endswith("| crash | IRD | jobs placed | tokens |")
     assert (directory / "percent_of_optimum.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert run(tmp_path, "again") == report  # same scenarios and policies, same report
     assert (tmp_path / "again" / "report.md").read_text() == table

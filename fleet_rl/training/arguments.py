@@ -103,6 +103,14 @@ class FleetScriptArguments:
             "advantage; 0 to 1."
         },
     )
+    explore_edit_rate: float = field(
+        default=0.0,
+        metadata={
+            "help": "single: the share of training answers that get one random edit before scoring (another "
+            "tensor_parallel or format for a job, or a job the answer left out added), so the kernel scores "
+            "choices the policy no longer samples (fleet_rl/training/edit_exploration.py). 0: off; below 1."
+        },
+    )
     env_base_urls: list[str] = field(
         default_factory=list,
         metadata={

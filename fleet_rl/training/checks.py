@@ -148,10 +148,29 @@ EPISODE_MODES = ("single", "refine", "revise")
 EPISODE_MODE_REWARDS = {"refine": EPISODE_REWARD, "revise": REVISION_REWARD}  # each mode's episode reward
 
 
+def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> None:
+    """explore_edit_rate (fleet_rl/training/edit_exploration.py) is a share below 1, edits whole plans of
+    single answers, and rewrites tokens that vLLM's sampling log-probabilities would no longer match."""
+    rate = script_args.explore_edit_rate
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"explore_edit_rate must be in [0, 1) (0: off; a share of the answers), got {rate}")
+    if rate and script_args.episode_mode != "single":
+        raise ValueError(
+            f"explore_edit_rate edits one whole plan per answer: set episode_mode 'single' "
+            f"(got {script_args.episode_mode!r})"
+        )
+    if rate and getattr(training_args, "use_vllm", False):
+        raise ValueError(
+            "explore_edit_rate rewrites sampled tokens, which vLLM's sampling log-probabilities (its "
+            "importance-sampling correction) would no longer match: set use_vllm false or explore_edit_rate 0"
+        )
+
+
 def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
     """``episode_mode`` and its reward agree (revise: that reward alone); refine and revise have 2-16 turns
     and a turn cost in [0, 0.1]; turn_credit only in revise mode; job_credit in [0, 1] and only in single
-    mode; in refine mode, TRL's tool loop is bounded by the checks."""
+    mode; explore_edit_rate in [0, 1), single mode and transformers generation only; in refine mode, TRL's
+    tool loop is bounded by the checks."""
     if script_args.episode_mode not in EPISODE_MODES:
         raise ValueError(
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
@@ -191,6 +210,7 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
             "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single' "
             f"(got {script_args.episode_mode!r}; revise episodes have turn_credit)"
         )
+    _check_explore_edits(script_args, training_args)
     if script_args.episode_mode == "single":
         return
     if not 2 <= script_args.refine_max_turns <= 16:

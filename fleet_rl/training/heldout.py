@@ -20,6 +20,7 @@ import torch
 from fleet_rl.baselines import BASELINES
 from fleet_rl.prompts import format_answer
 from fleet_rl.training.dataset import planner_answer, scenario_rows
+from fleet_rl.training.job_placement import placed_job_shares
 from fleet_rl.training.setting_variety import distinct_settings_per_kind
 from rewards import fleet_reward, score_completions
 from rewards.scoring import CRASHES
@@ -103,8 +104,10 @@ def summarise(
     """Rates and means of scored completions, overall and per task (percentages of the exact optimum).
 
     ``crash_rate``: answers in which some job the author placed crashes (``oom``, ``unsupported`` or
-    ``unstable``; each also on its own, ``<status>_rate``). ``mean_completion_tokens`` when the answers'
-    token counts are given (model policies). ``distinct_settings_per_kind`` (overall only): how many distinct
+    ``unstable``; each also on its own, ``<status>_rate``). ``placed_job_share``: the mean share of the jobs
+    asked for that the answers place with gpus > 0 (``fleet_rl.training.job_placement``: jobs left out show
+    here, not among the crashes). ``mean_completion_tokens`` when the answers' token counts are given
+    (model policies). ``distinct_settings_per_kind`` (overall only): how many distinct
     (tensor_parallel, formats, kv_cache) settings the answers give the jobs they place, per job kind
     (``fleet_rl.training.setting_variety``); one or two per kind is a template."""
     columns = {
@@ -117,6 +120,7 @@ def summarise(
     tasks = np.array([row["task"] for row in rows])
     tokens = None if completion_tokens is None else np.asarray(completion_tokens, dtype=float)
     credited = np.where(scores.ird, 0.0, scores.score)  # a degenerate (IRD) plan earns no credit
+    placed = np.array(placed_job_shares([row["scenario"] for row in rows], completions, columns["agent"]))
 
     def stats(mask: np.ndarray) -> dict:
         return {
@@ -129,6 +133,7 @@ def summarise(
             "crash_rate": float(scores.crashes[mask].any(axis=1).mean()),
             **{f"{status}_rate": float(scores.crashes[mask, k].mean()) for k, status in enumerate(CRASHES)},
             "mean_fleet_reward": float(rewards[mask].mean()),
+            "placed_job_share": float(placed[mask].mean()),
         } | ({} if tokens is None else {"mean_completion_tokens": float(tokens[mask].mean())})
 
     summary = stats(np.ones(len(rows), dtype=bool))

@@ -23,54 +23,16 @@ plan's advantage alone. Tokens are mapped to jobs by decoding each answer token 
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Sequence
 
 import torch
 
-from fleet_rl.training.turn_credit import TurnCreditTrainer
+from fleet_rl.training.edit_exploration import EditExplorationTrainer
+from fleet_rl.training.job_spans import job_spans
 from rewards.job_credits import job_credits
 
 __all__ = ["JobCreditTrainer", "job_advantages", "job_of_tokens", "job_spans", "token_char_ends"]
-
-
-def _object_spans(text: str) -> list[tuple[int, int]]:
-    """The (start, end) character span of every balanced ``{...}`` in ``text``, braces in JSON strings
-    ignored; unbalanced braces open or close nothing."""
-    spans, open_braces = [], []
-    in_string = escaped = False
-    for position, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char == "{":
-            open_braces.append(position)
-        elif char == "}" and open_braces:
-            spans.append((open_braces.pop(), position + 1))
-    return spans
-
-
-def job_spans(text: str, job_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """``{job id: (start, end)}``: the innermost ``{...}`` around the first ``"id": "<job id>"`` of each job
-    found in ``text``; a job whose id does not appear inside an object is left out."""
-    spans = _object_spans(text)
-    found = {}
-    for job_id in job_ids:
-        match = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(job_id)), text)
-        if match is None:
-            continue
-        around = [span for span in spans if span[0] < match.start() and match.end() <= span[1]]
-        if around:
-            found[job_id] = min(around, key=lambda span: span[1] - span[0])
-    return found
 
 
 def token_char_ends(decode, token_ids: Sequence[int]) -> list[int]:
@@ -139,8 +101,8 @@ def group_job_means(credits: Sequence[dict[str, float] | None], group_size: int)
     return means
 
 
-class JobCreditTrainer(TurnCreditTrainer):
-    """``TurnCreditTrainer`` that, with ``job_credit > 0``, adds each job's own advantage to its tokens
+class JobCreditTrainer(EditExplorationTrainer):
+    """``EditExplorationTrainer`` that, with ``job_credit > 0``, adds each job's own advantage to its tokens
     (module docstring); ``job_credit=0`` is its parent."""
 
     def __init__(self, *args, job_credit: float = 0.0, **kwargs) -> None:

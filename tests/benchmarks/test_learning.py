@@ -260,6 +260,23 @@ def test_render_gives_each_seeds_distinct_settings_per_kind_start_to_after():
     assert "Distinct settings" not in render(_result())  # no per-seed summaries at all
 
 
+def test_render_gives_each_seeds_placed_job_share_start_to_after_and_the_baselines():
+    result = _result()
+    result["start"] = {**result["start"], "per_seed": [{"placed_job_share": 0.62}]}  # shared by both seeds
+    result["after"] = {**result["after"], "per_seed": [{"placed_job_share": 0.4}, {"placed_job_share": 1.0}]}
+    result["baselines"] = {
+        name: {**summary, "placed_job_share": 1.0} for name, summary in result["baselines"].items()
+    }
+    line = next(line for line in render(result).splitlines() if line.startswith("Share of each scenario"))
+    assert line == (
+        "Share of each scenario's jobs the answers place (gpus > 0), start → after: "
+        "seed 0 0.62 → 0.40; seed 1 0.62 → 1.00; baselines: even_bf16 1.00."
+    )
+    del result["after"]["per_seed"][0]["placed_job_share"]  # a result from before the share
+    assert "Share of each scenario" not in render(result)
+    assert "Share of each scenario" not in render(_result())  # no per-seed summaries at all
+
+
 def test_revision_results_keep_and_render_the_first_plans_beside_the_final_ones():
     from benchmarks.learning_run import _first_plan
 

@@ -36,6 +36,11 @@ def _args(**overrides) -> FleetScriptArguments:
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "job_credit": 0.5},
             "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single'",
         ),
+        ({"explore_edit_rate": 1.0}, "explore_edit_rate must be in \\[0, 1\\) \\(0: off; a share"),
+        (
+            {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_edit_rate": 0.25},
+            "explore_edit_rate edits one whole plan per answer: set episode_mode 'single'",
+        ),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward", "format_reward"]},
             "reward_funcs must be \\[revision_reward\\] alone",
@@ -88,3 +93,10 @@ def test_env_server_options_are_checked(overrides, message):
     args = _args(episode_mode="refine", reward_funcs=["refinement_reward"], **overrides)
     with pytest.raises(ValueError, match=message):
         check_episode_mode(args, SimpleNamespace(max_tool_calling_iterations=None))
+
+
+def test_explore_edits_refuse_vllm_whose_sampling_log_probabilities_they_would_break():
+    training_args = SimpleNamespace(max_tool_calling_iterations=None, use_vllm=True)
+    with pytest.raises(ValueError, match="explore_edit_rate rewrites sampled tokens"):
+        check_episode_mode(_args(explore_edit_rate=0.25), training_args)
+    check_episode_mode(_args(explore_edit_rate=0.25), SimpleNamespace(use_vllm=False))

@@ -1,0 +1,133 @@
+"""Exploration by edits: a share of the training answers get one random edit before they are scored."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from fleet_rl.training.edit_exploration import EditExplorationTrainer
+from fleet_rl.training.shared_prompt import SharedPromptTrainer
+from rewards.parsing import parse_plan
+
+EOS = 3  # a character-level tokenizer: token i is chr(i); 3 is the end of an answer
+BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
+SCENARIO_JSON = json.dumps(
+    {
+        "cluster": {"gpu": "h100-sxm", "count": 8},
+        "jobs": [
+            {"id": "chat", "model": "llama-3.1-70b", "kind": "serve", "priority": 2, "seq_len": 2048,
+             "batch_size": 8},
+            {"id": "tune", "model": "mistral-7b", "kind": "train", "priority": 1, "seq_len": 1024,
+             "batch_size": 8},
+        ],
+    }
+)  # fmt: skip
+TEMPLATE = json.dumps(
+    {"jobs": [{"id": "chat", "gpus": 8, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}]},
+    separators=(",", ":"),
+)
+
+
+class _Characters:
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(i) for i in ids if not (skip_special_tokens and i == EOS))
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+
+def _bare_trainer(rate: float, seed: int = 0, step: int = 4) -> EditExplorationTrainer:
+    """An EditExplorationTrainer without a model (its parents' generation and scoring are patched)."""
+    trainer = object.__new__(EditExplorationTrainer)
+    trainer.explore_edit_rate, trainer.turn_credit = rate, False
+    trainer._edit_inputs, trainer._edited_rows, trainer._draw = None, [], (-1, 0)
+    trainer.model = SimpleNamespace(training=True)
+    trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+    trainer.processing_class = _Characters()
+    trainer.accelerator = SimpleNamespace(num_processes=1, process_index=0)
+    trainer.args = SimpleNamespace(seed=seed)
+    trainer.state = SimpleNamespace(global_step=step)
+    trainer.eos_token_ids, trainer.max_completion_length = [EOS], 1024
+    return trainer
+
+
+ROWS = 16
+SAMPLED = [[ord(c) for c in TEMPLATE] + [EOS]] * (ROWS - 2) + [
+    [ord(c) for c in TEMPLATE],  # cut off by the length budget: no EOS, never edited
+    [ord(c) for c in "no plan here"] + [EOS],
+]
+
+
+@pytest.fixture
+def parents(monkeypatch):
+    """TRL's ``_generate`` returns ``SAMPLED``; its scoring returns the (edited) ids and advantage 1 on the
+    edited rows (whatever they are), 0 elsewhere, so the trainer's own bookkeeping shows."""
+
+    def generate(self, prompts):
+        ids = [list(row) for row in SAMPLED]
+        completions = [[{"role": "assistant", "content": _Characters().decode(row)}] for row in ids]
+        return [[1]] * len(ids), ids, None, completions, None, {}, None, []
+
+    def generate_and_score(self, inputs):
+        _, ids, _, completions, *_ = self._generate([row["prompt"] for row in inputs])
+        advantages = torch.tensor([float(row in self._edited_rows) for row in range(len(ids))])
+        return {"ids": ids, "completions": completions, "advantages": advantages}
+
+    monkeypatch.setattr(SharedPromptTrainer, "_generate", generate, raising=False)
+    monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+
+
+def _inputs(agent: str = "") -> list[dict]:
+    return [{"prompt": "p", "scenario": SCENARIO_JSON, "agent": agent}] * ROWS
+
+
+def test_a_share_of_the_answers_is_edited_and_each_edit_is_a_plan_of_its_own_text(parents):
+    trainer = _bare_trainer(0.5)
+    output = trainer._generate_and_score_completions(_inputs())
+    edited = trainer._edited_rows
+    assert 0 < len(edited) < ROWS - 2 and max(edited) < ROWS - 2  # neither the cut-off nor the plan-less row
+    for row, ids in enumerate(output["ids"]):
+        text = output["completions"][row][0]["content"]
+        assert _Characters().decode(ids) == text  # ids and text agree, edited or not
+        if row in edited:
+            assert ids[-1] == EOS and text != TEMPLATE and parse_plan(text).plan is not None
+        else:
+            assert ids == SAMPLED[row]
+    metrics = trainer._metrics["train"]
+    assert metrics["edits/share"] == [len(edited) / ROWS]
+    assert metrics["edits/advantage"] == [1.0]  # the mean advantage of the edited rows
+
+
+def test_the_draw_follows_the_seed_and_the_step(parents):
+    def edited(seed: int, step: int) -> tuple[list[int], list]:
+        trainer = _bare_trainer(0.5, seed=seed, step=step)
+        output = trainer._generate_and_score_completions(_inputs())
+        return trainer._edited_rows, output["ids"]
+
+    assert edited(0, 4) == edited(0, 4)  # a resumed run draws what the first one drew at that step
+    assert edited(0, 4) != edited(0, 5) and edited(0, 4) != edited(1, 4)
+
+
+def test_off_in_evaluation_on_multi_agent_rows_and_at_rate_zero(parents):
+    for trainer, inputs in (
+        (_bare_trainer(0.0), _inputs()),
+        (_bare_trainer(0.9), _inputs(agent="chat")),  # a one-job request: nothing to add or move
+    ):
+        output = trainer._generate_and_score_completions(inputs)
+        assert output["ids"] == SAMPLED and not trainer._edited_rows
+    evaluating = _bare_trainer(0.9)
+    evaluating.model.training = False
+    assert evaluating._generate_and_score_completions(_inputs())["ids"] == SAMPLED
+    assert "edits/share" not in evaluating._metrics["train"]
+
+
+def test_an_edit_over_the_length_budget_is_dropped(parents):
+    trainer = _bare_trainer(0.9)
+    trainer.max_completion_length = len(SAMPLED[0])  # every edit of the template is longer or equal
+    output = trainer._generate_and_score_completions(_inputs())
+    for row in trainer._edited_rows:
+        assert len(output["ids"][row]) <= len(SAMPLED[0])
