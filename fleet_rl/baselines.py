@@ -28,6 +28,7 @@ Each is ``fn(scenario, seed) -> plan dict`` for whole-plan scenarios; ``heuristi
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable
 
@@ -159,10 +160,11 @@ def random_feasible(scenario: Scenario, seed: int = 0) -> dict:
 
 
 def optimal(scenario: Scenario, seed: int = 0) -> dict:
-    """The exact optimum."""
+    """The exact optimum: a copy, so a caller that edits it leaves the solved scenario's cached plan (which
+    every later caller in the process reads) as it was."""
     from fleet_rl.solved_scenarios import solved_scenario
 
-    return solved_scenario(scenario).optimal_plan
+    return copy.deepcopy(solved_scenario(scenario).optimal_plan)
 
 
 def heuristic(scenario: Scenario, seed: int = 0, given_plan: dict | None = None) -> dict:

@@ -99,3 +99,12 @@ def test_optimal_scores_one_and_registry():
     scenario = make_scenario("easy", 2)
     assert evaluate(solved_scenario(scenario), optimal(scenario)).score == pytest.approx(1.0)
     assert set(BASELINES) == set(BASELINE_NAMES)
+
+
+def test_optimal_hands_out_a_copy_that_callers_may_edit():
+    scenario = make_scenario("medium", 4)
+    edited = optimal(scenario)
+    edited["jobs"][0]["gpus"] = 0
+    edited["jobs"].clear()
+    assert optimal(scenario) == solved_scenario(scenario).optimal_plan
+    assert evaluate(solved_scenario(scenario), optimal(scenario)).score == pytest.approx(1.0)
