@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from types import SimpleNamespace
 
@@ -12,24 +11,11 @@ import torch
 from fleet_rl.training.edit_exploration import EditExplorationTrainer
 from fleet_rl.training.shared_prompt import SharedPromptTrainer
 from rewards.parsing import parse_plan
+from tests.training.two_jobs import SCENARIO, TEMPLATE_PLAN
 
 EOS = 3  # a character-level tokenizer: token i is chr(i); 3 is the end of an answer
-BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
-SCENARIO_JSON = json.dumps(
-    {
-        "cluster": {"gpu": "h100-sxm", "count": 8},
-        "jobs": [
-            {"id": "chat", "model": "llama-3.1-70b", "kind": "serve", "priority": 2, "seq_len": 2048,
-             "batch_size": 8},
-            {"id": "tune", "model": "mistral-7b", "kind": "train", "priority": 1, "seq_len": 1024,
-             "batch_size": 8},
-        ],
-    }
-)  # fmt: skip
-TEMPLATE = json.dumps(
-    {"jobs": [{"id": "chat", "gpus": 8, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}]},
-    separators=(",", ":"),
-)
+SCENARIO_JSON = SCENARIO.to_json()
+TEMPLATE = TEMPLATE_PLAN
 
 
 class _Characters:

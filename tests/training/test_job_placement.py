@@ -14,19 +14,7 @@ from fleet_rl.scenario import Scenario
 from fleet_rl.training.dataset import scenario_rows
 from fleet_rl.training.heldout import summarise
 from fleet_rl.training.job_placement import placed_job_shares
-
-BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
-SCENARIO = Scenario.from_dict(
-    {
-        "cluster": {"gpu": "h100-sxm", "count": 8},
-        "jobs": [
-            {"id": "chat", "model": "llama-3.1-8b", "kind": "serve", "priority": 1, "seq_len": 2048,
-             "batch_size": 8},
-            {"id": "tune", "model": "mistral-7b", "kind": "train", "priority": 1, "seq_len": 1024,
-             "batch_size": 8},
-        ],
-    }
-)  # fmt: skip
+from tests.training.two_jobs import BF16, SCENARIO
 
 
 def _answer(*parts: tuple[str, int]) -> str:

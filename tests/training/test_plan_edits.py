@@ -15,25 +15,9 @@ from fleet_rl.scenario import Scenario
 from fleet_rl.training.job_spans import job_spans
 from fleet_rl.training.plan_edits import EDITS, edit_answer
 from rewards.parsing import parse_plan
+from tests.training.two_jobs import BF16, SCENARIO, TEMPLATE_PLAN
 
-BF16 = {"embedding": "bf16", "attention": "bf16", "mlp": "bf16", "norm": "bf16", "lm_head": "bf16"}
-SCENARIO = Scenario.from_dict(
-    {
-        "cluster": {"gpu": "h100-sxm", "count": 8},
-        "jobs": [
-            {"id": "chat", "model": "llama-3.1-70b", "kind": "serve", "priority": 2, "seq_len": 2048,
-             "batch_size": 8},
-            {"id": "tune", "model": "mistral-7b", "kind": "train", "priority": 1, "seq_len": 1024,
-             "batch_size": 8},
-        ],
-    }
-)  # fmt: skip
-# the template the SmolLM2 runs settle on: the first job alone, every GPU, tensor parallelism 1, bf16
-TEMPLATE = (
-    'Here is the plan.\n```json\n{"jobs":[{"id":"chat","gpus":8,"tensor_parallel":1,"precision":'
-    + json.dumps(BF16, separators=(",", ":"))
-    + ',"kv_cache":"bf16"}]}\n```'
-)
+TEMPLATE = f"Here is the plan.\n```json\n{TEMPLATE_PLAN}\n```"
 
 
 def _edits(text: str, scenario: Scenario, draws: int = 60) -> dict[str, list[str]]:
