@@ -78,7 +78,7 @@ def markdown(report: dict) -> str:
             f"{per_task[tier]['mean_percent_of_optimum']:.1f}" if tier in per_task else "–" for tier in tiers
         ]
         cells.append(f"{summary['mean_fleet_reward']:.3f}")
-        cells += [f"{summary[key]:.2f}" if key in summary else "–" for _, key in _RATES]  # older: fewer keys
+        cells += [f"{summary[key]:.2f}" for _, key in _RATES]
         tokens = summary.get("mean_completion_tokens")
         cells.append("–" if tokens is None else f"{tokens:.0f}")
         lines.append("| " + " | ".join(cells) + " |")

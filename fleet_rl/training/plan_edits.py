@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import random
 
-from fleet_rl.catalog import PRECISIONS
+from fleet_rl.catalog import PRECISIONS, WEIGHT_ONLY_PRECISIONS
 from fleet_rl.replica_fit import tensor_parallel_sizes
 from fleet_rl.scenario import Scenario
 from fleet_rl.training.job_spans import job_spans
@@ -37,7 +37,6 @@ from rewards.parsing import parse_plan
 __all__ = ["EDITS", "edit_answer"]
 
 EDITS = ("tensor_parallel", "format", "add_job")
-_WEIGHT_ONLY = ("int8", "int4")  # frozen weights only: serve jobs and a lora job's base
 _TRAIN_FIELDS = ("micro_batch_size", "activation_checkpointing", "sharding")
 
 
@@ -106,7 +105,7 @@ def _edit_format(answer: _Answer, rng: random.Random) -> str | None:
         fmt
         for fmt in PRECISIONS
         if answer.scenario.gpu.supports(fmt)
-        and (kind != "train" or fmt not in _WEIGHT_ONLY)
+        and (kind != "train" or fmt not in WEIGHT_ONLY_PRECISIONS)
         and fmt != precision.get("attention")
     ]
     if not formats:
@@ -127,7 +126,7 @@ def _edit_add_job(answer: _Answer, rng: random.Random) -> str | None:
     added = {"id": job.id, "gpus": size, "tensor_parallel": size}
     if isinstance(template.get("precision"), dict):
         added["precision"] = dict(template["precision"])
-        if job.kind == "train" and any(added["precision"].get(g) in _WEIGHT_ONLY for g in added["precision"]):
+        if job.kind == "train" and any(fmt in WEIGHT_ONLY_PRECISIONS for fmt in added["precision"].values()):
             return None  # a weight-only format on a train job is a fault, not a choice
     if job.kind == "serve":
         added |= {"kv_cache": template["kv_cache"]} if "kv_cache" in template else {}
