@@ -227,7 +227,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
     """The trainer class and its extra arguments: ``JobCreditTrainer`` (TRL's ``GRPOTrainer`` running a
     batch's shared prompt once, or not with ``share_prompt: false``, with ``turn_credit`` crediting each
     plan of a revision episode, with ``job_credit`` each job of a whole plan, and with ``explore_edit_rate``
-    editing that share of the answers at random) unless the run asks for
+    editing that share of the answers at random, with ``sample_every_job`` sampling answers that name every
+    job) unless the run asks for
     fresh prompts on flat steps (``resample_flat_groups``, DAPO) or for self-imitation
     (``self_imitation_coef``), whose trainers extend it."""
     # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
@@ -238,6 +239,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
         extensions["job_credit"] = script_args.job_credit
     if script_args.explore_edit_rate:  # a share of the answers edited at random before scoring
         extensions["explore_edit_rate"] = script_args.explore_edit_rate
+    if script_args.sample_every_job:  # training answers name every job before closing the list
+        extensions["sample_every_job"] = True
     if script_args.resample_flat_groups:
         extensions["resample_flat_groups"] = script_args.resample_flat_groups
     if script_args.self_imitation_coef > 0:

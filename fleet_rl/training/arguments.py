@@ -111,6 +111,15 @@ class FleetScriptArguments:
             "choices the policy no longer samples (fleet_rl/training/edit_exploration.py). 0: off; below 1."
         },
     )
+    sample_every_job: bool = field(
+        default=False,
+        metadata={
+            "help": "single: while sampling training answers, forbid closing the jobs list (or ending the "
+            "answer) before every job's id is written, so no job is left out by a sampled ']' "
+            "(fleet_rl/training/every_job_sampling.py); evaluation stays unconstrained. Transformers "
+            "generation only."
+        },
+    )
     env_base_urls: list[str] = field(
         default_factory=list,
         metadata={

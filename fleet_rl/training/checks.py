@@ -166,11 +166,28 @@ def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> No
         )
 
 
+def _check_every_job_sampling(script_args: FleetScriptArguments, training_args) -> None:
+    """sample_every_job (fleet_rl/training/every_job_sampling.py) constrains transformers generation of whole
+    single answers: vLLM samples outside the process, and refine/revise episodes are several turns."""
+    if not script_args.sample_every_job:
+        return
+    if script_args.episode_mode != "single":
+        raise ValueError(
+            f"sample_every_job constrains one whole plan per answer: set episode_mode 'single' "
+            f"(got {script_args.episode_mode!r})"
+        )
+    if getattr(training_args, "use_vllm", False):
+        raise ValueError(
+            "sample_every_job adds a logits processor to transformers generation, which vLLM does not run: "
+            "set use_vllm false or sample_every_job false"
+        )
+
+
 def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
     """``episode_mode`` and its reward agree (revise: that reward alone); refine and revise have 2-16 turns
     and a turn cost in [0, 0.1]; turn_credit only in revise mode; job_credit in [0, 1] and only in single
-    mode; explore_edit_rate in [0, 1), single mode and transformers generation only; in refine mode, TRL's
-    tool loop is bounded by the checks."""
+    mode; explore_edit_rate in [0, 1) and sample_every_job, single mode and transformers generation only; in
+    refine mode, TRL's tool loop is bounded by the checks."""
     if script_args.episode_mode not in EPISODE_MODES:
         raise ValueError(
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
@@ -211,6 +228,7 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
             f"(got {script_args.episode_mode!r}; revise episodes have turn_credit)"
         )
     _check_explore_edits(script_args, training_args)
+    _check_every_job_sampling(script_args, training_args)
     if script_args.episode_mode == "single":
         return
     if not 2 <= script_args.refine_max_turns <= 16:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import torch
 
-from fleet_rl.training.edit_exploration import EditExplorationTrainer
+from fleet_rl.training.every_job_sampling import EveryJobSamplingTrainer
 from fleet_rl.training.job_spans import job_spans
 from rewards.job_credits import job_credits
 
@@ -101,8 +101,8 @@ def group_job_means(credits: Sequence[dict[str, float] | None], group_size: int)
     return means
 
 
-class JobCreditTrainer(EditExplorationTrainer):
-    """``EditExplorationTrainer`` that, with ``job_credit > 0``, adds each job's own advantage to its tokens
+class JobCreditTrainer(EveryJobSamplingTrainer):
+    """``EveryJobSamplingTrainer`` that, with ``job_credit > 0``, adds each job's own advantage to its tokens
     (module docstring); ``job_credit=0`` is its parent."""
 
     def __init__(self, *args, job_credit: float = 0.0, **kwargs) -> None:

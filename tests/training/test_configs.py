@@ -284,6 +284,10 @@ def test_the_trainer_class_follows_the_options():
         JobCreditTrainer,
         {"share_prompt": True, "explore_edit_rate": 0.25},
     )
+    assert trainer_extensions(FleetScriptArguments(sample_every_job=True)) == (
+        JobCreditTrainer,
+        {"share_prompt": True, "sample_every_job": True},
+    )
     resampling = FleetScriptArguments(resample_flat_groups=2)
     assert trainer_extensions(resampling) == (
         FlatGroupResamplingTrainer,

@@ -42,6 +42,10 @@ def _args(**overrides) -> FleetScriptArguments:
             "explore_edit_rate edits one whole plan per answer: set episode_mode 'single'",
         ),
         (
+            {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "sample_every_job": True},
+            "sample_every_job constrains one whole plan per answer: set episode_mode 'single'",
+        ),
+        (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward", "format_reward"]},
             "reward_funcs must be \\[revision_reward\\] alone",
         ),
@@ -100,3 +104,10 @@ def test_explore_edits_refuse_vllm_whose_sampling_log_probabilities_they_would_b
     with pytest.raises(ValueError, match="explore_edit_rate rewrites sampled tokens"):
         check_episode_mode(_args(explore_edit_rate=0.25), training_args)
     check_episode_mode(_args(explore_edit_rate=0.25), SimpleNamespace(use_vllm=False))
+
+
+def test_every_job_sampling_refuses_vllm_which_runs_no_logits_processor_of_ours():
+    training_args = SimpleNamespace(max_tool_calling_iterations=None, use_vllm=True)
+    with pytest.raises(ValueError, match="sample_every_job adds a logits processor"):
+        check_episode_mode(_args(sample_every_job=True), training_args)
+    check_episode_mode(_args(sample_every_job=True), SimpleNamespace(use_vllm=False))

@@ -89,6 +89,7 @@ def _bare_trainer(job_credit: float) -> JobCreditTrainer:
     """A JobCreditTrainer without a model, on a character-level tokenizer (its parent's step is patched)."""
     trainer = object.__new__(JobCreditTrainer)
     trainer.job_credit, trainer.turn_credit, trainer.explore_edit_rate = job_credit, False, 0.0
+    trainer.sample_every_job = False
     trainer.num_generations = trainer.num_generations_eval = 4
     trainer.model = SimpleNamespace(training=True)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}

@@ -196,6 +196,29 @@ def test_explore_edits_run_inside_trls_generation_with_per_job_credit(tmp_path):
     assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares)
 
 
+def test_every_job_sampling_runs_inside_trls_generation(tmp_path):
+    """``sample_every_job``: the logits processor rides TRL's own ``generate`` call (two prompts a step:
+    TRL's path, not the shared prompt's) and logs its share. The tiny model seldom opens a jobs list, so it
+    is seldom steered here; the steering is tested in tests/training/test_every_job_sampling.py."""
+    run_train(
+        tmp_path,
+        "--max_steps",
+        "2",
+        "--sample_every_job",
+        "true",
+        "--eval_scenarios",
+        "0",
+        "--report_to",
+        "none",
+    )
+    state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
+    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
+    shares = [
+        entry["every_job/forced_share"] for entry in state["log_history"] if "every_job/forced_share" in entry
+    ]
+    assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares)
+
+
 def test_refinement_episodes_train_through_environment_factory(tmp_path):
     """``episode_mode: refine``: TRL's environment_factory runs a FleetToolEnvironment per rollout, the tool
     loop is on, and the episode reward is what GRPO optimises."""

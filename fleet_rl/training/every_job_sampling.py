@@ -1,0 +1,207 @@
+"""Sampling that names every job (``sample_every_job: true``): no training answer closes its jobs list early.
+
+On the SmolLM2 presets the warm-started policy, sampled at temperature 0.8, closes the jobs list after the
+first job in about half of its answers to two- and three-job prompts (greedily it writes every job), and
+the tiers pay a left-out job its idle credit, above a job that is placed and fails: the one-job answers
+earn more, GRPO reinforces them, and the trained policy places 0.73 of the jobs against its start's 0.97
+(issue #43, ``placed_job_share``). Leaving a job idle is an honest answer and the tiers stay as they are;
+what this option removes is the *accident*: a sampled ``]`` that ends the list before the policy has
+written a job at all.
+
+``EveryJobSamplingTrainer`` adds a logits processor to training's generation. For each whole-plan row
+(multi-agent rows ask for one job and are left alone), once the answer has opened its ``"jobs"`` list and
+while an id of the row's scenario is not yet written in it (``"<id>"``):
+
+- every token whose text contains ``]`` and every end-of-sequence token get probability 0;
+- where a job object has just closed (or a ``,`` follows one), the next missing job's opening,
+  ``,{"id":"<id>``, is written token by token, and the policy goes on from there (it closes the id's
+  string itself, with the merged token it learnt; it may still give the job ``"gpus": 0``). Forbidding
+  ``]`` alone left SmolLM2's warm start writing keys into the list: most such answers did not parse.
+
+Once every id is written, sampling is the policy's own. Evaluation never uses it: held-out answers are
+the policy's unconstrained greedy answers.
+
+It is off-policy at the positions it decides: the loss weighs each sampled token by the policy's own
+log-probability of it, as for answers edited by ``explore_edit_rate``, so a written opening trains the
+policy towards it when that answer beats its group, away from it when it does worse. Transformers
+generation only (vLLM samples outside this process; ``fleet_rl/training/checks.py`` refuses it) and
+``episode_mode: single`` only. ``every_job/forced_share`` logs the share of the step's answers in which
+the policy's most likely token, where the processor stepped in, was one it forbids (it would most likely
+have closed the list or ended the answer).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from fleet_rl.scenario import Scenario
+from fleet_rl.training.edit_exploration import EditExplorationTrainer
+
+__all__ = [
+    "EveryJobLogitsProcessor",
+    "EveryJobSamplingTrainer",
+    "closing_token_ids",
+    "list_state",
+    "row_job_ids",
+]
+
+
+@functools.lru_cache(maxsize=8)
+def _closing_token_ids(tokenizer) -> tuple[int, ...]:
+    texts = tokenizer.batch_decode([[token] for token in range(len(tokenizer))])
+    return tuple(token for token, text in enumerate(texts) if "]" in text)
+
+
+def closing_token_ids(tokenizer) -> tuple[int, ...]:
+    """Every token id of ``tokenizer`` whose text contains ``]`` (cached per tokenizer: one decode of the
+    vocabulary, ~0.3 s for SmolLM2's 49k tokens)."""
+    return _closing_token_ids(tokenizer)
+
+
+def row_job_ids(row: dict) -> tuple[str, ...]:
+    """The job ids a training row's answer must name: its scenario's, in order; none for a multi-agent row
+    (it asks for its own job's part) or a row without a scenario."""
+    if row.get("agent") or not row.get("scenario"):
+        return ()
+    scenario = row["scenario"]
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.from_json(scenario)
+    return tuple(job.id for job in scenario.jobs)
+
+
+def list_state(text: str) -> tuple[int, str] | None:
+    """Where ``text`` stands in its ``"jobs"`` list: ``(depth, last)``, the bracket depth inside the list (0:
+    between jobs) and its last character outside strings and whitespace; ``None`` before the list opens or
+    after it closes."""
+    key = text.find('"jobs"')
+    opening = text.find("[", key) if key >= 0 else -1
+    if opening < 0:
+        return None
+    depth, last, in_string, escaped = 0, "[", False, False
+    for char in text[opening + 1 :]:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+            if not in_string:
+                last = '"'
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth < 0:
+                return None
+        if not char.isspace():
+            last = char
+    return (depth, last) if not in_string else (depth, '"')
+
+
+class EveryJobLogitsProcessor(LogitsProcessor):
+    """Keeps row ``i``'s answer from closing its ``"jobs"`` list before it names every id of ``job_ids[i]``
+    (module docstring): while one is missing, ``stop_ids`` (tokens with ``]``, end of sequence) are
+    forbidden, and where a job object has just closed (or a ``,`` follows one), the next missing job's
+    opening is written token by token. The answer counts from the length of the first ``input_ids`` it
+    sees: generation starts from the prompt, or from its last token when the prompt's cache is shared."""
+
+    def __init__(self, tokenizer, job_ids: Sequence[Sequence[str]], stop_ids: Sequence[int]) -> None:
+        self.tokenizer = tokenizer
+        self.job_ids = [tuple(ids) for ids in job_ids]
+        self.stop_set = set(stop_ids)
+        self.stop_ids = torch.tensor(sorted(self.stop_set), dtype=torch.long)
+        self.start: int | None = None
+        self.queues: list[list[int]] = [[] for _ in self.job_ids]
+        self.forced_rows: set[int] = set()  # rows whose most likely token would have closed the list early
+
+    def missing_job(self, text: str, row: int) -> str | None:
+        """The first of ``row``'s job ids that ``text`` does not name (``"<id>"``), once it has opened its
+        jobs list; ``None`` when none is missing or the list has not opened."""
+        if '"jobs"' not in text:
+            return None
+        return next((job_id for job_id in self.job_ids[row] if f'"{job_id}"' not in text), None)
+
+    def _opening(self, text: str, job_id: str) -> list[int]:
+        """The tokens of the next job's opening where ``text`` stands between two jobs; none elsewhere."""
+        state = list_state(text)
+        if state is None or state[0] != 0 or state[1] not in "},":
+            return []
+        prefix = "," if state[1] == "}" else ""
+        # up to the id's last character: the policy closes the string itself, with the merged token it has
+        # learnt (SmolLM2 writes `","` as one token; a forced `",` left it writing `gpus":` unquoted)
+        return self.tokenizer.encode(f'{prefix}{{"id":"{job_id}', add_special_tokens=False)
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self.start is None:
+            self.start = input_ids.size(1)
+        if input_ids.size(0) != len(self.job_ids):
+            return scores  # not the batch this processor was built for: leave it alone
+        texts = self.tokenizer.batch_decode(input_ids[:, self.start :], skip_special_tokens=True)
+        stop_ids = self.stop_ids.to(scores.device)
+        for row, text in enumerate(texts):
+            if not self.queues[row]:
+                job_id = self.missing_job(text, row)
+                if job_id is None:
+                    continue
+                if int(scores[row].argmax()) in self.stop_set:
+                    self.forced_rows.add(row)
+                self.queues[row] = self._opening(text, job_id)
+            if self.queues[row]:
+                token = self.queues[row].pop(0)
+                scores[row] = -float("inf")
+                scores[row, token] = 0.0  # finite whatever a warper did to it before: sampled for sure
+            else:
+                scores[row, stop_ids] = -float("inf")
+        return scores
+
+
+@contextmanager
+def _generate_with(model, processor: LogitsProcessor) -> Iterator[None]:
+    """``model.generate`` with ``processor`` added to its logits processors, for the duration."""
+    original = model.generate
+    model.generate = functools.partial(original, logits_processor=LogitsProcessorList([processor]))
+    try:
+        yield
+    finally:
+        del model.generate
+
+
+class EveryJobSamplingTrainer(EditExplorationTrainer):
+    """``EditExplorationTrainer`` that, with ``sample_every_job=True``, samples training answers that name
+    every job before closing the jobs list (module docstring); ``False`` is its parent."""
+
+    def __init__(self, *args, sample_every_job: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.sample_every_job = sample_every_job
+        self._every_job_rows: list[tuple[str, ...]] | None = None
+
+    def _generate_and_score_completions(self, inputs):
+        if not self.sample_every_job or not self.model.training:
+            return super()._generate_and_score_completions(inputs)
+        self._every_job_rows = [row_job_ids(row) for row in inputs]
+        try:
+            return super()._generate_and_score_completions(inputs)
+        finally:
+            self._every_job_rows = None
+
+    def _generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
+        rows = self._every_job_rows
+        if rows is None or len(rows) != len(prompt_ids) or not any(rows):
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        stop_ids = [*closing_token_ids(tokenizer), *self.eos_token_ids]
+        processor = EveryJobLogitsProcessor(tokenizer, rows, stop_ids)
+        with _generate_with(self.accelerator.unwrap_model(self.model_wrapped), processor):
+            output = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        self._metrics["train"]["every_job/forced_share"].append(len(processor.forced_rows) / len(rows))
+        return output

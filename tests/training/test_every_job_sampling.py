@@ -1,0 +1,215 @@
+"""Sampling that names every job: a training answer cannot close its jobs list before every job is written."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from fleet_rl.training.every_job_sampling import (
+    EveryJobLogitsProcessor,
+    EveryJobSamplingTrainer,
+    closing_token_ids,
+    list_state,
+    row_job_ids,
+)
+from fleet_rl.training.shared_prompt import SharedPromptTrainer
+from tests.training.two_jobs import SCENARIO
+
+EOS = 3  # a character-level tokenizer: token i is chr(i); 3 ends an answer
+VOCAB = 128
+ONE_JOB = '{"jobs":[{"id":"chat"}]}'  # what the scripted policy wants to write: the first job alone
+
+
+class _Characters:
+    def __len__(self):
+        return VOCAB
+
+    def batch_decode(self, rows, skip_special_tokens=True):
+        return [
+            "".join(chr(int(i)) for i in ids if not (skip_special_tokens and int(i) == EOS)) for ids in rows
+        ]
+
+    def encode(self, text, add_special_tokens=False):
+        return [ord(c) for c in text]
+
+
+def _closing(text: str) -> int:
+    """The character that closes the innermost open string or bracket of ``text`` (EOS when none is open)."""
+    stack, in_string = [], False
+    for char in text:
+        if in_string:
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]":
+            stack.pop()
+    return ord('"') if in_string else ord(stack[-1]) if stack else EOS
+
+
+def _policy_scores(texts: list[str]) -> torch.Tensor:
+    """Logits of a policy that writes ``ONE_JOB`` and then ends; off its script it closes what is open."""
+    scores = torch.zeros(len(texts), VOCAB)
+    for row, text in enumerate(texts):
+        wanted = ord(ONE_JOB[len(text)]) if ONE_JOB.startswith(text) and text != ONE_JOB else _closing(text)
+        scores[row, wanted] = 10.0
+    return scores
+
+
+def _greedy(job_ids: list[tuple[str, ...]], processor_on: bool = True, steps: int = 80):
+    """Greedy answers of the scripted policy, with the processor on or off, and the processor."""
+    tokenizer = _Characters()
+    processor = EveryJobLogitsProcessor(tokenizer, job_ids, [*closing_token_ids(tokenizer), EOS])
+    ids = torch.full((len(job_ids), 1), ord("\n"))  # the prompt's last token
+    done = [False] * len(job_ids)
+    for _ in range(steps):
+        texts = tokenizer.batch_decode(ids[:, 1:])
+        scores = _policy_scores(texts)
+        if processor_on:
+            scores = processor(ids, scores)
+        chosen = scores.argmax(dim=-1)
+        for row in range(len(job_ids)):
+            done[row] = done[row] or int(chosen[row]) == EOS
+        ids = torch.cat([ids, chosen.unsqueeze(1)], dim=1)
+        if all(done):
+            break
+    return [
+        text.split(chr(EOS))[0] for text in tokenizer.batch_decode(ids[:, 1:], skip_special_tokens=False)
+    ], processor
+
+
+@pytest.mark.parametrize(
+    "text, state",
+    [
+        ("no list yet", None),
+        ('```json\n{"jobs": [', (0, "[")),
+        ('{"jobs":[{"id":"chat","precision":{"mlp":"bf16"}', (1, "}")),
+        ('{"jobs":[{"id":"chat","precision":{"mlp":"bf16"}}', (0, "}")),
+        ('{"jobs":[{"id":"chat"},', (0, ",")),
+        ('{"jobs":[{"id":"a]b', (1, '"')),  # a bracket inside a string is text
+        ('{"jobs":[{"id":"a\\"]"}', (0, "}")),  # so is an escaped quote
+        ('{"jobs":[{"id":"chat"}]}', None),  # closed
+    ],
+)
+def test_list_state_tracks_depth_inside_the_jobs_list_outside_strings(text, state):
+    assert list_state(text) == state
+
+
+def test_closing_tokens_are_those_whose_text_has_a_closing_bracket():
+    assert closing_token_ids(_Characters()) == (ord("]"),)
+
+
+def test_row_job_ids_are_the_scenarios_and_none_for_an_agent_row():
+    assert row_job_ids({"scenario": SCENARIO.to_json(), "agent": ""}) == ("chat", "tune")
+    assert row_job_ids({"scenario": SCENARIO, "agent": ""}) == ("chat", "tune")
+    assert row_job_ids({"scenario": SCENARIO.to_json(), "agent": "chat"}) == ()
+    assert row_job_ids({"prompt": "no scenario"}) == ()
+
+
+def test_a_policy_that_would_stop_after_the_first_job_writes_every_job():
+    """The scripted policy closes the list after the first job; with the processor the second job's opening is
+    written for it and it goes on from there: a JSON plan naming both jobs, in the scenario's order."""
+    texts, processor = _greedy([("chat", "tune")])
+    plan = json.loads(texts[0])
+    assert [job["id"] for job in plan["jobs"]] == ["chat", "tune"]
+    assert processor.forced_rows == {0}
+
+
+def test_rows_that_need_nothing_are_left_alone():
+    """A row whose answer names every job (one job asked) and a multi-agent row (no ids) sample as without the
+    processor; only the two-job row is steered."""
+    with_processor, processor = _greedy([("chat",), (), ("chat", "tune")])
+    without, _ = _greedy([("chat",), (), ("chat", "tune")], processor_on=False)
+    assert with_processor[:2] == without[:2] == [ONE_JOB, ONE_JOB]
+    assert with_processor[2] != ONE_JOB
+    assert processor.forced_rows == {2}
+
+
+def test_end_of_answer_is_forbidden_while_a_job_is_missing():
+    """Between ``[`` and the first job nothing is forced, but neither ``]`` nor EOS may be sampled."""
+    tokenizer = _Characters()
+    processor = EveryJobLogitsProcessor(tokenizer, [("chat",)], [ord("]"), EOS])
+    prompt = torch.tensor([[ord("\n")]])
+    processor(prompt, torch.zeros(1, VOCAB))  # the first call fixes where the answer starts
+    ids = torch.cat([prompt, torch.tensor([[ord(c) for c in '{"jobs":[']])], dim=1)
+    scores = processor(ids, torch.zeros(1, VOCAB))
+    assert scores[0, EOS] == -float("inf") and scores[0, ord("]")] == -float("inf")
+    assert torch.isfinite(scores[0, ord("{")])
+
+
+def _bare_trainer(sample_every_job: bool, training: bool = True) -> EveryJobSamplingTrainer:
+    """An EveryJobSamplingTrainer without a model: TRL's generation is patched to run the scripted policy
+    through whatever ``generate`` the unwrapped model has at that moment."""
+    trainer = object.__new__(EveryJobSamplingTrainer)
+    trainer.sample_every_job, trainer.explore_edit_rate, trainer.turn_credit = sample_every_job, 0.0, False
+    trainer._every_job_rows = None
+    trainer.model = SimpleNamespace(training=training)
+    trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
+    trainer.processing_class = _Characters()
+    trainer.eos_token_ids = [EOS]
+    trainer.model_wrapped = _ScriptedModel()
+    trainer.accelerator = SimpleNamespace(unwrap_model=lambda model: model, num_processes=1, process_index=0)
+    return trainer
+
+
+class _ScriptedModel:
+    """The unwrapped model: ``generate`` runs the scripted policy greedily through the logits processors it
+    is handed, as transformers does."""
+
+    def generate(self, rows, logits_processor=()):
+        tokenizer, ids = _Characters(), torch.full((rows, 1), ord("\n"))
+        for _ in range(80):
+            scores = _policy_scores(tokenizer.batch_decode(ids[:, 1:]))
+            for processor in logits_processor:
+                scores = processor(ids, scores)
+            ids = torch.cat([ids, scores.argmax(dim=-1, keepdim=True)], dim=1)
+        return [
+            text.split(chr(EOS))[0] for text in tokenizer.batch_decode(ids[:, 1:], skip_special_tokens=False)
+        ]
+
+
+@pytest.fixture
+def parents(monkeypatch):
+    """TRL's step: generation calls the unwrapped model's ``generate`` and scoring returns the answers."""
+
+    def generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
+        return self.accelerator.unwrap_model(self.model_wrapped).generate(len(prompt_ids)), None
+
+    def generate_and_score(self, inputs):
+        answers, _ = self._generate_single_turn([[1]] * len(inputs), None, None, len(inputs))
+        return {"answers": answers}
+
+    monkeypatch.setattr(SharedPromptTrainer, "_generate_single_turn", generate_single_turn)
+    monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+
+
+ROWS = [{"scenario": SCENARIO.to_json(), "agent": ""}] * 2 + [
+    {"scenario": SCENARIO.to_json(), "agent": "chat"}
+]
+
+
+def test_training_generation_names_every_job_and_logs_the_forced_share(parents):
+    trainer = _bare_trainer(sample_every_job=True)
+    answers = trainer._generate_and_score_completions(ROWS)["answers"]
+    assert [[job["id"] for job in json.loads(answer)["jobs"]] for answer in answers] == [
+        ["chat", "tune"],
+        ["chat", "tune"],
+        ["chat"],  # the multi-agent row writes its own part as it likes
+    ]
+    assert trainer._metrics["train"]["every_job/forced_share"] == [pytest.approx(2 / 3)]
+    assert "generate" not in vars(trainer.model_wrapped)  # the model's own generate is back
+    assert trainer._every_job_rows is None
+
+
+@pytest.mark.parametrize("sample_every_job, training", [(False, True), (True, False)])
+def test_off_or_in_evaluation_the_policy_samples_as_it_likes(parents, sample_every_job, training):
+    trainer = _bare_trainer(sample_every_job, training)
+    assert trainer._generate_and_score_completions(ROWS)["answers"] == [ONE_JOB] * 3
+    assert "every_job/forced_share" not in trainer._metrics["train"]
