@@ -147,7 +147,7 @@ def _bare_trainer(sample_every_job: bool, training: bool = True) -> EveryJobSamp
     through whatever ``generate`` the unwrapped model has at that moment."""
     trainer = object.__new__(EveryJobSamplingTrainer)
     trainer.sample_every_job, trainer.explore_edit_rate, trainer.turn_credit = sample_every_job, 0.0, False
-    trainer._every_job_rows = None
+    trainer._every_job_rows, trainer._stop_ids = None, None
     trainer.model = SimpleNamespace(training=training)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
     trainer.processing_class = _Characters()
