@@ -21,19 +21,24 @@ while an id of the row's scenario is not yet written in it (``"<id>"``):
 Once every id is written, sampling is the policy's own. Evaluation never uses it: held-out answers are
 the policy's unconstrained greedy answers.
 
-It is off-policy at the positions it decides: the loss weighs each sampled token by the policy's own
-log-probability of it, as for answers edited by ``explore_edit_rate``, so a written opening trains the
-policy towards it when that answer beats its group, away from it when it does worse. Transformers
-generation only (vLLM samples outside this process; ``fleet_rl/training/checks.py`` refuses it) and
-``episode_mode: single`` only. ``every_job/forced_share`` logs the share of the step's answers in which
-the policy's most likely token, where the processor stepped in, was one it forbids (it would most likely
-have closed the list or ended the answer).
+The tokens it writes are not the policy's: they carry no loss (``tool_mask`` 0, as a revision episode's
+verdicts), so the policy learns only from its own tokens of these answers. Training them with their
+answer's advantage was measured to break the format (issue #43: the steered answers mostly scored below
+their group, the written ``,`` was pushed down, and one seed learnt to end its answers after the first job
+object without ``]}``). The tokens it only forbids (``]``, end of sequence) leave the policy's choice among
+the rest, which the loss weighs by the policy's own log-probability, as for answers edited by
+``explore_edit_rate``. An answer that ``explore_edit_rate`` edited after sampling is the editor's, not the
+processor's: its tokens are re-encoded, and nothing in it is masked. Transformers generation only (vLLM
+samples outside this process; ``fleet_rl/training/checks.py`` refuses it) and ``episode_mode: single``
+only. Logged per step: ``every_job/forced_share``, the share of the step's answers in which the policy's
+most likely token, where the processor stepped in, was one it forbids (it would most likely have closed
+the list or ended the answer), and ``every_job/written_share``, the share of the answers' tokens it wrote.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -47,6 +52,7 @@ __all__ = [
     "EveryJobSamplingTrainer",
     "closing_token_ids",
     "list_state",
+    "mask_written_tokens",
     "row_job_ids",
 ]
 
@@ -101,8 +107,9 @@ class EveryJobLogitsProcessor(LogitsProcessor):
     """Keeps row ``i``'s answer from closing its ``"jobs"`` list before it names every id of ``job_ids[i]``
     (module docstring): while one is missing, ``stop_ids`` (tokens with ``]``, end of sequence) are
     forbidden, and where a job object has just closed (or a ``,`` follows one), the next missing job's
-    opening is written token by token. The answer counts from the length of the first ``input_ids`` it
-    sees: generation starts from the prompt, or from its last token when the prompt's cache is shared."""
+    opening is written token by token; ``written[i]`` lists the answer positions (0: its first token) it
+    wrote in row ``i``. The answer counts from the length of the first ``input_ids`` it sees: generation
+    starts from the prompt, or from its last token when the prompt's cache is shared."""
 
     def __init__(self, tokenizer, job_ids: Sequence[Sequence[str]], stop_ids: Sequence[int]) -> None:
         self.tokenizer = tokenizer
@@ -112,6 +119,7 @@ class EveryJobLogitsProcessor(LogitsProcessor):
         self.start: int | None = None
         self.queues: list[list[int]] = [[] for _ in self.job_ids]
         self.forced_rows: set[int] = set()  # rows whose most likely token would have closed the list early
+        self.written: list[list[int]] = [[] for _ in self.job_ids]  # per row, answer positions it wrote
 
     def missing_job(self, text: str, row: int) -> str | None:
         """The first of ``row``'s job ids that ``text`` does not name (``"<id>"``), once it has opened its
@@ -147,11 +155,35 @@ class EveryJobLogitsProcessor(LogitsProcessor):
                 self.queues[row] = self._opening(text, job_id)
             if self.queues[row]:
                 token = self.queues[row].pop(0)
+                self.written[row].append(input_ids.size(1) - self.start)
                 scores[row] = -float("inf")
                 scores[row, token] = 0.0  # finite whatever a warper did to it before: sampled for sure
             else:
                 scores[row, stop_ids] = -float("inf")
         return scores
+
+
+def mask_written_tokens(
+    output: dict, written: Sequence[Sequence[int]], skip_rows: Collection[int] = ()
+) -> float:
+    """Takes the processor's written tokens out of ``output``'s loss: ``tool_mask`` (TRL's loss multiplies it
+    into ``completion_mask``; created as ones where absent) gets 0 at row ``i``'s positions ``written[i]``,
+    except in ``skip_rows``. ``completion_mask`` is left alone: it is also the answers' attention mask.
+    Returns the share of the answers' tokens masked."""
+    completion_mask = output["completion_mask"]
+    tool_mask = output.get("tool_mask")
+    if tool_mask is None:
+        tool_mask = torch.ones_like(completion_mask)
+    masked = 0
+    for row, positions in enumerate(written):
+        kept = [position for position in positions if position < tool_mask.size(1)]
+        if row in skip_rows or not kept:
+            continue
+        index = torch.tensor(kept, dtype=torch.long, device=tool_mask.device)
+        masked += int(completion_mask[row, index].sum())
+        tool_mask[row, index] = 0
+    output["tool_mask"] = tool_mask
+    return masked / max(1, int(completion_mask.sum()))
 
 
 @contextmanager
@@ -173,16 +205,22 @@ class EveryJobSamplingTrainer(EditExplorationTrainer):
         super().__init__(*args, **kwargs)
         self.sample_every_job = sample_every_job
         self._every_job_rows: list[tuple[str, ...]] | None = None
+        self._every_job_written: list[list[int]] | None = None  # the last generation's written positions
         self._stop_ids: list[int] | None = None
 
     def _generate_and_score_completions(self, inputs):
         if not self.sample_every_job or not self.model.training:
             return super()._generate_and_score_completions(inputs)
-        self._every_job_rows = [row_job_ids(row) for row in inputs]
+        self._every_job_rows, self._every_job_written = [row_job_ids(row) for row in inputs], None
         try:
-            return super()._generate_and_score_completions(inputs)
+            output = super()._generate_and_score_completions(inputs)
         finally:
             self._every_job_rows = None
+        if self._every_job_written is not None:
+            edited = set(getattr(self, "_edited_rows", ()))  # re-encoded by the editor: not the processor's
+            share = mask_written_tokens(output, self._every_job_written, edited)
+            self._metrics["train"]["every_job/written_share"].append(share)
+        return output
 
     def _generate_single_turn(
         self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
@@ -202,4 +240,5 @@ class EveryJobSamplingTrainer(EditExplorationTrainer):
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
         self._metrics["train"]["every_job/forced_share"].append(len(processor.forced_rows) / len(rows))
+        self._every_job_written = processor.written
         return output

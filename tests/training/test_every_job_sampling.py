@@ -14,6 +14,7 @@ from fleet_rl.training.every_job_sampling import (
     EveryJobSamplingTrainer,
     closing_token_ids,
     list_state,
+    mask_written_tokens,
     row_job_ids,
 )
 from fleet_rl.training.shared_prompt import SharedPromptTrainer
@@ -118,6 +119,9 @@ def test_a_policy_that_would_stop_after_the_first_job_writes_every_job():
     plan = json.loads(texts[0])
     assert [job["id"] for job in plan["jobs"]] == ["chat", "tune"]
     assert processor.forced_rows == {0}
+    # the positions it wrote are exactly the second job's opening, the policy's own characters around it
+    assert "".join(texts[0][position] for position in processor.written[0]) == ',{"id":"tune'
+    assert processor.written[0] == list(range(texts[0].index(',{"id":"tune'), texts[0].index('tune"') + 4))
 
 
 def test_rows_that_need_nothing_are_left_alone():
@@ -128,6 +132,7 @@ def test_rows_that_need_nothing_are_left_alone():
     assert with_processor[:2] == without[:2] == [ONE_JOB, ONE_JOB]
     assert with_processor[2] != ONE_JOB
     assert processor.forced_rows == {2}
+    assert processor.written[:2] == [[], []]
 
 
 def test_end_of_answer_is_forbidden_while_a_job_is_missing():
@@ -142,12 +147,28 @@ def test_end_of_answer_is_forbidden_while_a_job_is_missing():
     assert torch.isfinite(scores[0, ord("{")])
 
 
+def test_written_tokens_leave_the_loss_and_stay_in_the_attention():
+    completion_mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1], [1, 1, 1, 1, 1]])
+    output = {"completion_mask": completion_mask.clone()}
+    share = mask_written_tokens(output, [[1, 2, 4, 9], [0], [3]], skip_rows={1})
+    assert output["tool_mask"].tolist() == [[1, 0, 0, 1, 0], [1, 1, 1, 1, 1], [1, 1, 1, 0, 1]]
+    assert torch.equal(output["completion_mask"], completion_mask)  # attention unchanged
+    assert share == pytest.approx(3 / 14)  # of the answers' tokens: row 0's position 4 is padding, 9 past it
+
+
+def test_an_existing_tool_mask_keeps_its_zeros():
+    output = {"completion_mask": torch.ones(1, 4, dtype=torch.long)}
+    output["tool_mask"] = torch.tensor([[1, 0, 1, 1]])
+    mask_written_tokens(output, [[3]])
+    assert output["tool_mask"].tolist() == [[1, 0, 1, 0]]
+
+
 def _bare_trainer(sample_every_job: bool, training: bool = True) -> EveryJobSamplingTrainer:
     """An EveryJobSamplingTrainer without a model: TRL's generation is patched to run the scripted policy
     through whatever ``generate`` the unwrapped model has at that moment."""
     trainer = object.__new__(EveryJobSamplingTrainer)
     trainer.sample_every_job, trainer.explore_edit_rate, trainer.turn_credit = sample_every_job, 0.0, False
-    trainer._every_job_rows, trainer._stop_ids = None, None
+    trainer._every_job_rows, trainer._every_job_written, trainer._stop_ids = None, None, None
     trainer.model = SimpleNamespace(training=training)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
     trainer.processing_class = _Characters()
@@ -184,7 +205,7 @@ def parents(monkeypatch):
 
     def generate_and_score(self, inputs):
         answers, _ = self._generate_single_turn([[1]] * len(inputs), None, None, len(inputs))
-        return {"answers": answers}
+        return {"answers": answers, "completion_mask": torch.ones(len(inputs), 80, dtype=torch.long)}
 
     monkeypatch.setattr(SharedPromptTrainer, "_generate_single_turn", generate_single_turn)
     monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
@@ -208,8 +229,24 @@ def test_training_generation_names_every_job_and_logs_the_forced_share(parents):
     assert trainer._every_job_rows is None
 
 
+def test_the_written_openings_carry_no_loss(parents):
+    """The loss sees the policy's own tokens only: each steered row's ``tool_mask`` is 0 exactly where the
+    second job's opening was written; the multi-agent row is untouched."""
+    trainer = _bare_trainer(sample_every_job=True)
+    output = trainer._generate_and_score_completions(ROWS)
+    for row, answer in enumerate(output["answers"][:2]):
+        start = answer.index(',{"id":"tune')
+        written = torch.zeros(80, dtype=torch.long)
+        written[start : start + len(',{"id":"tune')] = 1
+        assert torch.equal(output["tool_mask"][row], 1 - written)
+    assert bool(output["tool_mask"][2].all())
+    assert trainer._metrics["train"]["every_job/written_share"] == [pytest.approx(2 * 12 / (3 * 80))]
+
+
 @pytest.mark.parametrize("sample_every_job, training", [(False, True), (True, False)])
 def test_off_or_in_evaluation_the_policy_samples_as_it_likes(parents, sample_every_job, training):
     trainer = _bare_trainer(sample_every_job, training)
-    assert trainer._generate_and_score_completions(ROWS)["answers"] == [ONE_JOB] * 3
+    output = trainer._generate_and_score_completions(ROWS)
+    assert output["answers"] == [ONE_JOB] * 3
     assert "every_job/forced_share" not in trainer._metrics["train"]
+    assert "tool_mask" not in output

@@ -213,10 +213,9 @@ def test_every_job_sampling_runs_inside_trls_generation(tmp_path):
     )
     state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
-    shares = [
-        entry["every_job/forced_share"] for entry in state["log_history"] if "every_job/forced_share" in entry
-    ]
-    assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares)
+    for name in ("every_job/forced_share", "every_job/written_share"):
+        shares = [entry[name] for entry in state["log_history"] if name in entry]
+        assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares), name
 
 
 def test_refinement_episodes_train_through_environment_factory(tmp_path):
