@@ -120,6 +120,7 @@ class EveryJobLogitsProcessor(LogitsProcessor):
         self.queues: list[list[int]] = [[] for _ in self.job_ids]
         self.forced_rows: set[int] = set()  # rows whose most likely token would have closed the list early
         self.written: list[list[int]] = [[] for _ in self.job_ids]  # per row, answer positions it wrote
+        self.complete: set[int] = set()  # rows whose answer names every id: not decoded again
 
     def missing_job(self, text: str, row: int) -> str | None:
         """The first of ``row``'s job ids that ``text`` does not name (``"<id>"``), once it has opened its
@@ -143,12 +144,17 @@ class EveryJobLogitsProcessor(LogitsProcessor):
             self.start = input_ids.size(1)
         if input_ids.size(0) != len(self.job_ids):
             return scores  # not the batch this processor was built for: leave it alone
-        texts = self.tokenizer.batch_decode(input_ids[:, self.start :], skip_special_tokens=True)
+        rows = [row for row, ids in enumerate(self.job_ids) if ids and row not in self.complete]
+        if not rows:
+            return scores
+        texts = self.tokenizer.batch_decode(input_ids[rows, self.start :], skip_special_tokens=True)
         stop_ids = self.stop_ids.to(scores.device)
-        for row, text in enumerate(texts):
+        for row, text in zip(rows, texts, strict=True):
             if not self.queues[row]:
                 job_id = self.missing_job(text, row)
                 if job_id is None:
+                    if '"jobs"' in text:  # every id written: the answer only grows, so for good
+                        self.complete.add(row)
                     continue
                 if int(scores[row].argmax()) in self.stop_set:
                     self.forced_rows.add(row)
