@@ -103,6 +103,15 @@ class FleetScriptArguments:
             "advantage; 0 to 1."
         },
     )
+    omitted_job_credit: float | None = field(
+        default=None,
+        metadata={
+            "help": "single, with job_credit: the credit of a job the answer leaves out (no object in its "
+            "jobs list), in the group means too, and job_credit x (it - the job's group mean) on the token "
+            "of the ']' that closed the list without it (fleet_rl/training/job_credit.py). None: the tiers' "
+            "idle credit (1/3) and no closing credit; 0 to 1. The rewards stay the tiers'."
+        },
+    )
     explore_edit_rate: float = field(
         default=0.0,
         metadata={

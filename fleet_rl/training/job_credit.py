@@ -19,6 +19,15 @@ Answers without per-job credit (no plan parsed, a plan the kernel rejects, IRD, 
 plan's advantage alone. Tokens are mapped to jobs by decoding each answer token by token
 (``token_char_ends``) and finding each job's ``{...}`` object around its ``"id"`` (``job_spans``).
 ``job_credit/mean_abs`` logs the mean size of the added term over the tokens it touched.
+
+**A job the answer leaves out** has no tokens of its own: the tiers credit it as idle (1/3), above a
+placed job's categorical fault (at most 1/6), and the plan's reward then prefers closing the jobs list
+early to placing a job that fails, while % of optimum scores a plan with an idle job 0, as a crash. With
+``omitted_job_credit: c`` (off: ``None``) such a job's credit is ``c`` instead, in the group means too, and
+the token holding the ``]`` that closed the list early gets ``w × Σ (c − mean c_j)`` over the jobs it left
+out: the one choice that left them out is told it did (issue #43: every recipe on the sized prompt ended
+writing the first job alone). The rewards and the logged reward stay the tiers'. ``job_credit/omitted``
+logs the share of credited answers that left a job out.
 """
 
 from __future__ import annotations
@@ -32,7 +41,15 @@ from fleet_rl.training.every_job_sampling import EveryJobSamplingTrainer
 from fleet_rl.training.job_spans import job_spans
 from rewards.job_credits import job_credits
 
-__all__ = ["JobCreditTrainer", "job_advantages", "job_of_tokens", "job_spans", "token_char_ends"]
+__all__ = [
+    "JobCreditTrainer",
+    "closing_token",
+    "credit_omitted_jobs",
+    "job_advantages",
+    "job_of_tokens",
+    "job_spans",
+    "token_char_ends",
+]
 
 
 def token_char_ends(decode, token_ids: Sequence[int]) -> list[int]:
@@ -84,6 +101,47 @@ def job_advantages(
     return advantages
 
 
+def closing_token(text: str, spans: dict[str, tuple[int, int]], char_ends: Sequence[int]) -> int | None:
+    """The index of the token holding the first ``]`` after the last job object in ``text`` (the one that
+    closed the jobs list), or None: no job object, no such ``]``, or it lies past the tokens."""
+    if not spans:
+        return None
+    close = text.find("]", max(end for _, end in spans.values()))
+    if close < 0:
+        return None
+    return next((token for token, end in enumerate(char_ends) if end > close), None)
+
+
+def credit_omitted_jobs(
+    credit: dict[str, float], spans: dict[str, tuple[int, int]], value: float
+) -> tuple[dict[str, float], list[str]]:
+    """``credit`` with every job that has no object in the answer (no span) credited ``value``, and those
+    jobs' ids in scenario order."""
+    omitted = [job for job in credit if job not in spans]
+    return {job: value if job in omitted else c for job, c in credit.items()}, omitted
+
+
+def add_closing_credit(
+    advantages: torch.Tensor,
+    closing_tokens: Sequence[int | None],
+    omitted: Sequence[Sequence[str]],
+    credits: Sequence[dict[str, float] | None],
+    group_credits: Sequence[dict[str, float]],
+    weight: float,
+) -> None:
+    """Adds, in place, ``weight × Σ (credit[j] − group mean of j)`` over row's omitted jobs j to the row's
+    closing token (``closing_token``); rows without one, or whose omitted jobs have no group mean, get
+    nothing."""
+    for row, (token, left_out, credit, means) in enumerate(
+        zip(closing_tokens, omitted, credits, group_credits, strict=True)
+    ):
+        if token is None or credit is None or token >= advantages.size(1):
+            continue
+        advantages[row, token] += weight * math.fsum(
+            credit[job] - means[job] for job in left_out if job in means
+        )
+
+
 def group_job_means(credits: Sequence[dict[str, float] | None], group_size: int) -> list[dict[str, float]]:
     """Per row, ``{job id: mean credit}`` over its group's rows that have a credit for the job (GRPO's
     consecutive groups of ``group_size``); a job only one row of the group credits has no mean."""
@@ -105,9 +163,12 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
     """``EveryJobSamplingTrainer`` that, with ``job_credit > 0``, adds each job's own advantage to its tokens
     (module docstring); ``job_credit=0`` is its parent."""
 
-    def __init__(self, *args, job_credit: float = 0.0, **kwargs) -> None:
+    def __init__(
+        self, *args, job_credit: float = 0.0, omitted_job_credit: float | None = None, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.job_credit = job_credit
+        self.omitted_job_credit = omitted_job_credit
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
@@ -125,12 +186,20 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
             name: [row.get(name) for row in inputs] for name in ("agent", "given_plan") if name in inputs[0]
         }
         credits = job_credits(texts, [row["scenario"] for row in inputs], **extra)
-        token_jobs = [
-            job_of_tokens(token_char_ends(decode, ids), job_spans(text, list(credit)))
-            if credit is not None
-            else []
-            for ids, text, credit in zip(answers, texts, credits, strict=True)
-        ]
+        token_jobs: list[list[str | None]] = []
+        closing_tokens: list[int | None] = []
+        omitted: list[list[str]] = []
+        for row, (ids, text, credit) in enumerate(zip(answers, texts, credits, strict=True)):
+            jobs, closing, left_out = [], None, []
+            if credit is not None:
+                spans, char_ends = job_spans(text, list(credit)), token_char_ends(decode, ids)
+                jobs = job_of_tokens(char_ends, spans)
+                if self.omitted_job_credit is not None:
+                    credits[row], left_out = credit_omitted_jobs(credit, spans, self.omitted_job_credit)
+                    closing = closing_token(text, spans, char_ends) if left_out else None
+            token_jobs.append(jobs)
+            closing_tokens.append(closing)
+            omitted.append(left_out)
         all_credits = self._gather_credits(credits)
         group_size = self.num_generations if self.model.training else self.num_generations_eval
         start = self.accelerator.process_index * len(inputs)
@@ -139,6 +208,13 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
         advantages = job_advantages(
             plan_advantages, credits, token_jobs, means, self.job_credit, output["completion_ids"].size(1)
         )
+        mode = "train" if self.model.training else "eval"
+        if self.omitted_job_credit is not None:
+            add_closing_credit(advantages, closing_tokens, omitted, credits, means, self.job_credit)
+            credited = [left_out for left_out, c in zip(omitted, credits, strict=True) if c is not None]
+            if credited:
+                share = sum(1 for left_out in credited if left_out) / len(credited)
+                self._metrics[mode]["job_credit/omitted"].append(share)
         touched = [
             abs(float(advantages[row, token]) - float(plan_advantages[row]))
             for row, jobs in enumerate(token_jobs)
@@ -146,7 +222,6 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
             if job is not None and job in means[row]
         ]
         if touched:
-            mode = "train" if self.model.training else "eval"
             self._metrics[mode]["job_credit/mean_abs"].append(sum(touched) / len(touched))
         output["advantages"] = advantages.to(plan_advantages.device)
         return output

@@ -36,6 +36,11 @@ def _args(**overrides) -> FleetScriptArguments:
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "job_credit": 0.5},
             "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single'",
         ),
+        ({"omitted_job_credit": 0.0}, "omitted_job_credit credits the jobs an answer leaves out"),
+        (
+            {"job_credit": 0.5, "omitted_job_credit": 1.5},
+            "it needs job_credit > 0 and a value in \\[0, 1\\]; got omitted_job_credit 1.5",
+        ),
         ({"explore_edit_rate": 1.0}, "explore_edit_rate must be in \\[0, 1\\) \\(0: off; a share"),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_edit_rate": 0.25},

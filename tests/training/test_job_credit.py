@@ -16,6 +16,9 @@ from fleet_rl import make_scenario
 from fleet_rl.baselines import even_bf16, optimal
 from fleet_rl.training.job_credit import (
     JobCreditTrainer,
+    add_closing_credit,
+    closing_token,
+    credit_omitted_jobs,
     group_job_means,
     job_advantages,
     job_of_tokens,
@@ -75,6 +78,37 @@ def test_a_job_only_one_answer_credits_has_no_mean_and_groups_stay_apart():
         job_advantages(torch.zeros(2), [None], [[]], [{}], 1.0, 1)
 
 
+def test_the_closing_token_holds_the_bracket_after_the_last_job_object():
+    text = '{"jobs": [{"id": "a", "x": [1]}, {"id": "b"}]}'
+    spans = job_spans(text, ["a", "b"])
+    close = text.rindex("]")
+    assert closing_token(text, spans, token_char_ends(_decode, [ord(c) for c in text])) == close
+    ends = [10, close - 1, close + 2, len(text)]  # a token "}]}" holds the bracket (and a brace on each side)
+    assert closing_token(text, spans, ends) == 2
+    assert closing_token(text, {}, ends) is None  # no job object
+    assert closing_token(text[:close], spans, ends) is None  # the list never closed
+    assert closing_token(text, spans, ends[:2]) is None  # the bracket lies past the tokens
+
+
+def test_an_omitted_job_takes_the_given_credit_and_is_named():
+    credit = {"a": 1.0, "b": 1 / 3, "c": 0.1}
+    spans = {"a": (0, 5), "c": (6, 9)}
+    assert credit_omitted_jobs(credit, spans, 0.0) == ({"a": 1.0, "b": 0.0, "c": 0.1}, ["b"])
+    assert credit_omitted_jobs(credit, {"a": (0, 1), "b": (1, 2), "c": (2, 3)}, 0.0) == (credit, [])
+
+
+def test_the_closing_token_gets_the_omitted_jobs_terms_only():
+    advantages = torch.zeros(3, 4)
+    credits = [{"a": 1.0, "b": 0.0, "c": 0.0}, {"a": 1.0, "b": 0.1, "c": 0.1}, None]
+    means = [{"a": 1.0, "b": 0.05, "c": 0.05}, {"a": 1.0, "b": 0.05, "c": 0.05}, {}]
+    add_closing_credit(advantages, [2, None, 1], [["b", "c"], [], []], credits, means, 0.5)
+    expected = torch.zeros(3, 4)
+    expected[0, 2] = 0.5 * (-0.05 - 0.05)
+    assert torch.allclose(advantages, expected)
+    add_closing_credit(advantages, [9], [["b"]], credits[:1], means[:1], 0.5)  # past the answer: nothing
+    assert torch.allclose(advantages, expected)
+
+
 SCENARIO = make_scenario("medium", 5)
 SCENARIO_JSON = msgspec.json.encode(SCENARIO).decode()
 ANSWERS = [
@@ -85,10 +119,11 @@ ANSWERS = [
 ]
 
 
-def _bare_trainer(job_credit: float) -> JobCreditTrainer:
+def _bare_trainer(job_credit: float, omitted_job_credit: float | None = None) -> JobCreditTrainer:
     """A JobCreditTrainer without a model, on a character-level tokenizer (its parent's step is patched)."""
     trainer = object.__new__(JobCreditTrainer)
     trainer.job_credit, trainer.turn_credit, trainer.explore_edit_rate = job_credit, False, 0.0
+    trainer.omitted_job_credit = omitted_job_credit
     trainer.sample_every_job = False
     trainer.num_generations = trainer.num_generations_eval = 4
     trainer.model = SimpleNamespace(training=True)
@@ -135,3 +170,65 @@ def test_the_trainer_credits_the_broken_job_below_the_one_that_ran(parent_output
 def test_without_job_credit_the_plan_advantages_stay(parent_output):
     output = _bare_trainer(0.0)._generate_and_score_completions([{"scenario": SCENARIO_JSON}] * 4)
     assert output["advantages"].tolist() == pytest.approx([0.3, -0.1, -0.2, 0.3])
+
+
+def _first_job_alone(plan: dict) -> str:
+    return json.dumps({"jobs": plan["jobs"][:1]})
+
+
+def test_omitted_job_credit_puts_the_left_out_jobs_on_the_closing_bracket(monkeypatch):
+    """Rows 0 and 1 place every job (row 1 even split: one breaks), row 2 writes the first job alone, row 3
+    is no plan: with ``omitted_job_credit`` 0, row 2's two left-out jobs count 0 in the group means and its
+    closing ``]`` carries 0.5 x (0 - mean) for each; every other token keeps what per-job credit gives."""
+    answers = [
+        json.dumps(optimal(SCENARIO)),
+        json.dumps(even_bf16(SCENARIO)),
+        _first_job_alone(optimal(SCENARIO)),
+        "no plan",
+    ]
+    length = max(map(len, answers)) + 3
+    ids = torch.zeros(len(answers), length, dtype=torch.long)
+    mask = torch.zeros(len(answers), length, dtype=torch.long)
+    for row, answer in enumerate(answers):
+        ids[row, : len(answer)] = torch.tensor([ord(c) for c in answer])
+        mask[row, : len(answer)] = 1
+    plan_advantages = torch.tensor([0.3, -0.1, 0.05, -0.25])
+
+    def generate_and_score(self, inputs):
+        return {"completion_ids": ids, "completion_mask": mask, "advantages": plan_advantages.clone()}
+
+    monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+    trainer = _bare_trainer(0.5, omitted_job_credit=0.0)
+    advantages = trainer._generate_and_score_completions([{"scenario": SCENARIO_JSON}] * 4)["advantages"]
+    tiers = job_credits(answers, [SCENARIO_JSON] * 4)
+    first, *left_out = list(tiers[0])
+    assert [tiers[2][job] for job in left_out] == pytest.approx([1 / 3, 1 / 3])  # the tiers: idle
+    credits = [tiers[0], tiers[1], {first: tiers[2][first]} | dict.fromkeys(left_out, 0.0)]
+    mean = {job: sum(c[job] for c in credits) / 3 for job in tiers[0]}
+    close = answers[2].rindex("]")
+    expected_close = 0.05 + 0.5 * sum(0.0 - mean[job] for job in left_out)
+    assert float(advantages[2, close]) == pytest.approx(expected_close)
+    assert float(advantages[2, close + 1]) == pytest.approx(0.05)  # the plan's closing brace: no job's
+    start = job_spans(answers[2], [first])[first][0]
+    assert float(advantages[2, start]) == pytest.approx(0.05 + 0.5 * (credits[2][first] - mean[first]))
+    for row in (0, 1):  # the placed rows' jobs against means that count the left-out jobs as 0
+        for job, (start, _) in job_spans(answers[row], list(mean)).items():
+            added = 0.5 * (credits[row][job] - mean[job])
+            assert float(advantages[row, start]) == pytest.approx(float(plan_advantages[row]) + added)
+    assert torch.allclose(advantages[3], torch.tensor(-0.25))
+    assert trainer._metrics["train"]["job_credit/omitted"] == [pytest.approx(1 / 3)]
+
+
+def test_without_omitted_job_credit_a_left_out_job_adds_nothing(monkeypatch):
+    answer = _first_job_alone(optimal(SCENARIO))
+    ids = torch.tensor([[ord(c) for c in answer]] * 2)
+
+    def generate_and_score(self, inputs):
+        return {"completion_ids": ids, "completion_mask": torch.ones_like(ids), "advantages": torch.zeros(2)}
+
+    monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+    trainer = _bare_trainer(0.5)
+    trainer.num_generations = 2
+    advantages = trainer._generate_and_score_completions([{"scenario": SCENARIO_JSON}] * 2)["advantages"]
+    assert torch.count_nonzero(advantages) == 0  # both rows alike: every term 0, the bracket's too
+    assert "job_credit/omitted" not in trainer._metrics["train"]
