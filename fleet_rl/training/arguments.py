@@ -129,6 +129,14 @@ class FleetScriptArguments:
             "generation only."
         },
     )
+    sample_every_job_share: float = field(
+        default=1.0,
+        metadata={
+            "help": "sample_every_job: the share of each group's answers it constrains (the first "
+            "round(share x num_generations), at least one); the rest sample freely, so answers that close "
+            "the jobs list early and answers that name every job meet in one group. (0, 1]; 1: all."
+        },
+    )
     env_base_urls: list[str] = field(
         default_factory=list,
         metadata={

@@ -169,6 +169,13 @@ def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> No
 def _check_every_job_sampling(script_args: FleetScriptArguments, training_args) -> None:
     """sample_every_job (fleet_rl/training/every_job_sampling.py) constrains transformers generation of whole
     single answers: vLLM samples outside the process, and refine/revise episodes are several turns."""
+    share = script_args.sample_every_job_share
+    if not 0.0 < share <= 1.0 or (share < 1.0 and not script_args.sample_every_job):
+        raise ValueError(
+            "sample_every_job_share is the share of each group's answers sample_every_job constrains: "
+            f"(0, 1], below 1 only with sample_every_job true; got {share} with sample_every_job "
+            f"{script_args.sample_every_job}"
+        )
     if not script_args.sample_every_job:
         return
     if script_args.episode_mode != "single":

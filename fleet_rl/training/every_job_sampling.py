@@ -21,6 +21,12 @@ while an id of the row's scenario is not yet written in it (``"<id>"``):
 Once every id is written, sampling is the policy's own. Evaluation never uses it: held-out answers are
 the policy's unconstrained greedy answers.
 
+With ``sample_every_job_share: s`` below 1 only the first ``round(s × num_generations)`` answers of each
+group (at least one) are constrained and the rest sample freely (``constrained_rows``), so an answer that
+closes the list early and one that names every job meet in one group and the loss compares them; with
+``omitted_job_credit`` (``fleet_rl/training/job_credit.py``) the free answers' early ``]`` is trained
+against the jobs the constrained ones placed.
+
 The tokens it writes are not the policy's: they carry no loss (``tool_mask`` 0, as a revision episode's
 verdicts), so the policy learns only from its own tokens of these answers. Training them with their
 answer's advantage was measured to break the format (issue #43: the steered answers mostly scored below
@@ -51,6 +57,7 @@ __all__ = [
     "EveryJobLogitsProcessor",
     "EveryJobSamplingTrainer",
     "closing_token_ids",
+    "constrained_rows",
     "list_state",
     "mask_written_tokens",
     "row_job_ids",
@@ -73,6 +80,19 @@ def row_job_ids(row: dict) -> tuple[str, ...]:
     if not isinstance(scenario, Scenario):
         scenario = Scenario.from_json(scenario)
     return tuple(job.id for job in scenario.jobs)
+
+
+def constrained_rows(
+    inputs: Sequence[dict], group_size: int, share: float, first_row: int = 0
+) -> list[tuple[str, ...]]:
+    """Per row, the job ids the processor makes it name (``row_job_ids``), or none: rows are GRPO's
+    consecutive groups of ``group_size`` (``first_row``: this process's first row among all processes'),
+    and the first ``round(share × group_size)`` rows of each group, at least one, are constrained."""
+    per_group = max(1, round(share * group_size))
+    return [
+        row_job_ids(row) if (first_row + index) % group_size < per_group else ()
+        for index, row in enumerate(inputs)
+    ]
 
 
 def list_state(text: str) -> tuple[int, str] | None:
@@ -207,9 +227,12 @@ class EveryJobSamplingTrainer(EditExplorationTrainer):
     """``EditExplorationTrainer`` that, with ``sample_every_job=True``, samples training answers that name
     every job before closing the jobs list (module docstring); ``False`` is its parent."""
 
-    def __init__(self, *args, sample_every_job: bool = False, **kwargs) -> None:
+    def __init__(
+        self, *args, sample_every_job: bool = False, sample_every_job_share: float = 1.0, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.sample_every_job = sample_every_job
+        self.sample_every_job_share = sample_every_job_share
         self._every_job_rows: list[tuple[str, ...]] | None = None
         self._every_job_written: list[list[int]] | None = None  # the last generation's written positions
         self._stop_ids: list[int] | None = None
@@ -217,7 +240,11 @@ class EveryJobSamplingTrainer(EditExplorationTrainer):
     def _generate_and_score_completions(self, inputs):
         if not self.sample_every_job or not self.model.training:
             return super()._generate_and_score_completions(inputs)
-        self._every_job_rows, self._every_job_written = [row_job_ids(row) for row in inputs], None
+        first_row = self.accelerator.process_index * len(inputs)
+        self._every_job_rows = constrained_rows(
+            inputs, self.num_generations, self.sample_every_job_share, first_row
+        )
+        self._every_job_written = None
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:

@@ -292,6 +292,10 @@ def test_the_trainer_class_follows_the_options():
         JobCreditTrainer,
         {"share_prompt": True, "sample_every_job": True},
     )
+    assert trainer_extensions(FleetScriptArguments(sample_every_job=True, sample_every_job_share=0.5)) == (
+        JobCreditTrainer,
+        {"share_prompt": True, "sample_every_job": True, "sample_every_job_share": 0.5},
+    )
     resampling = FleetScriptArguments(resample_flat_groups=2)
     assert trainer_extensions(resampling) == (
         FlatGroupResamplingTrainer,

@@ -41,6 +41,11 @@ def _args(**overrides) -> FleetScriptArguments:
             {"job_credit": 0.5, "omitted_job_credit": 1.5},
             "it needs job_credit > 0 and a value in \\[0, 1\\]; got omitted_job_credit 1.5",
         ),
+        ({"sample_every_job_share": 0.5}, "below 1 only with sample_every_job true; got 0.5"),
+        (
+            {"sample_every_job": True, "sample_every_job_share": 0.0},
+            "sample_every_job_share is the share of each group's answers sample_every_job constrains",
+        ),
         ({"explore_edit_rate": 1.0}, "explore_edit_rate must be in \\[0, 1\\) \\(0: off; a share"),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_edit_rate": 0.25},

@@ -13,6 +13,7 @@ from fleet_rl.training.every_job_sampling import (
     EveryJobLogitsProcessor,
     EveryJobSamplingTrainer,
     closing_token_ids,
+    constrained_rows,
     list_state,
     mask_written_tokens,
     row_job_ids,
@@ -163,11 +164,14 @@ def test_an_existing_tool_mask_keeps_its_zeros():
     assert output["tool_mask"].tolist() == [[1, 0, 1, 0]]
 
 
-def _bare_trainer(sample_every_job: bool, training: bool = True) -> EveryJobSamplingTrainer:
+def _bare_trainer(
+    sample_every_job: bool, training: bool = True, share: float = 1.0, group_size: int = 3
+) -> EveryJobSamplingTrainer:
     """An EveryJobSamplingTrainer without a model: TRL's generation is patched to run the scripted policy
     through whatever ``generate`` the unwrapped model has at that moment."""
     trainer = object.__new__(EveryJobSamplingTrainer)
     trainer.sample_every_job, trainer.explore_edit_rate, trainer.turn_credit = sample_every_job, 0.0, False
+    trainer.sample_every_job_share, trainer.num_generations = share, group_size
     trainer._every_job_rows, trainer._every_job_written, trainer._stop_ids = None, None, None
     trainer.model = SimpleNamespace(training=training)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
@@ -250,3 +254,26 @@ def test_off_or_in_evaluation_the_policy_samples_as_it_likes(parents, sample_eve
     assert output["answers"] == [ONE_JOB] * 3
     assert "every_job/forced_share" not in trainer._metrics["train"]
     assert "tool_mask" not in output
+
+
+def test_a_share_constrains_the_first_answers_of_each_group_only():
+    rows = [{"scenario": SCENARIO.to_json()}] * 8
+    ids = row_job_ids(rows[0])
+    assert constrained_rows(rows, 4, 0.5) == [ids, ids, (), (), ids, ids, (), ()]
+    assert constrained_rows(rows[:4], 4, 0.5, first_row=2) == [(), (), ids, ids]  # a second process's rows
+    assert constrained_rows(rows[:4], 4, 0.01) == [ids, (), (), ()]  # at least one a group
+    assert constrained_rows(rows[:2], 2, 1.0) == [ids, ids]
+    assert constrained_rows([{"scenario": SCENARIO.to_json(), "agent": "chat"}], 1, 1.0) == [()]
+
+
+def test_with_a_share_the_free_answers_of_a_group_close_as_they_like(parents):
+    """Groups of two, half constrained: each group's first answer names both jobs, its second closes after
+    the first job as the scripted policy does; only the first carries written (masked) tokens."""
+    trainer = _bare_trainer(sample_every_job=True, share=0.5, group_size=2)
+    rows = [{"scenario": SCENARIO.to_json(), "agent": ""}] * 4
+    output = trainer._generate_and_score_completions(rows)
+    names = [[job["id"] for job in json.loads(answer)["jobs"]] for answer in output["answers"]]
+    assert names == [["chat", "tune"], ["chat"], ["chat", "tune"], ["chat"]]
+    assert [bool((output["tool_mask"][row] == 0).any()) for row in range(4)] == [True, False, True, False]
+    assert output["answers"][1] == ONE_JOB
+    assert trainer._metrics["train"]["every_job/forced_share"] == [pytest.approx(2 / 4)]
