@@ -133,21 +133,24 @@ def _bare_trainer(job_credit: float, omitted_job_credit: float | None = None) ->
     return trainer
 
 
-@pytest.fixture
-def parent_output(monkeypatch):
-    """TRL's step output for ``ANSWERS``: character ids, padded with 0 and masked, plan advantages (B,)."""
-    length = max(map(len, ANSWERS)) + 3
-    ids = torch.zeros(len(ANSWERS), length, dtype=torch.long)
-    mask = torch.zeros(len(ANSWERS), length, dtype=torch.long)
-    for row, answer in enumerate(ANSWERS):
+def _patch_parent_step(monkeypatch, answers: list[str], plan_advantages: list[float]) -> None:
+    """TRL's step output for ``answers``: character ids, padded with 0 and masked, plan advantages (B,)."""
+    length = max(map(len, answers)) + 3
+    ids = torch.zeros(len(answers), length, dtype=torch.long)
+    mask = torch.zeros(len(answers), length, dtype=torch.long)
+    for row, answer in enumerate(answers):
         ids[row, : len(answer)] = torch.tensor([ord(c) for c in answer])
         mask[row, : len(answer)] = 1
 
     def generate_and_score(self, inputs):
-        advantages = torch.tensor([0.3, -0.1, -0.2, 0.3])
-        return {"completion_ids": ids, "completion_mask": mask, "advantages": advantages}
+        return {"completion_ids": ids, "completion_mask": mask, "advantages": torch.tensor(plan_advantages)}
 
     monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+
+
+@pytest.fixture
+def parent_output(monkeypatch):
+    _patch_parent_step(monkeypatch, ANSWERS, [0.3, -0.1, -0.2, 0.3])
 
 
 def test_the_trainer_credits_the_broken_job_below_the_one_that_ran(parent_output):
@@ -186,18 +189,8 @@ def test_omitted_job_credit_puts_the_left_out_jobs_on_the_closing_bracket(monkey
         _first_job_alone(optimal(SCENARIO)),
         "no plan",
     ]
-    length = max(map(len, answers)) + 3
-    ids = torch.zeros(len(answers), length, dtype=torch.long)
-    mask = torch.zeros(len(answers), length, dtype=torch.long)
-    for row, answer in enumerate(answers):
-        ids[row, : len(answer)] = torch.tensor([ord(c) for c in answer])
-        mask[row, : len(answer)] = 1
     plan_advantages = torch.tensor([0.3, -0.1, 0.05, -0.25])
-
-    def generate_and_score(self, inputs):
-        return {"completion_ids": ids, "completion_mask": mask, "advantages": plan_advantages.clone()}
-
-    monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+    _patch_parent_step(monkeypatch, answers, plan_advantages.tolist())
     trainer = _bare_trainer(0.5, omitted_job_credit=0.0)
     advantages = trainer._generate_and_score_completions([{"scenario": SCENARIO_JSON}] * 4)["advantages"]
     tiers = job_credits(answers, [SCENARIO_JSON] * 4)
@@ -220,13 +213,7 @@ def test_omitted_job_credit_puts_the_left_out_jobs_on_the_closing_bracket(monkey
 
 
 def test_without_omitted_job_credit_a_left_out_job_adds_nothing(monkeypatch):
-    answer = _first_job_alone(optimal(SCENARIO))
-    ids = torch.tensor([[ord(c) for c in answer]] * 2)
-
-    def generate_and_score(self, inputs):
-        return {"completion_ids": ids, "completion_mask": torch.ones_like(ids), "advantages": torch.zeros(2)}
-
-    monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+    _patch_parent_step(monkeypatch, [_first_job_alone(optimal(SCENARIO))] * 2, [0.0, 0.0])
     trainer = _bare_trainer(0.5)
     trainer.num_generations = 2
     advantages = trainer._generate_and_score_completions([{"scenario": SCENARIO_JSON}] * 2)["advantages"]
