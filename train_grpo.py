@@ -245,6 +245,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
         extensions["sample_every_job"] = True
         if script_args.sample_every_job_share < 1:  # the rest of each group samples freely
             extensions["sample_every_job_share"] = script_args.sample_every_job_share
+        if script_args.sample_every_job_train_opening:  # written openings trained where they helped
+            extensions["sample_every_job_train_opening"] = True
     if script_args.resample_flat_groups:
         extensions["resample_flat_groups"] = script_args.resample_flat_groups
     if script_args.self_imitation_coef > 0:

@@ -137,6 +137,14 @@ class FleetScriptArguments:
             "the jobs list early and answers that name every job meet in one group. (0, 1]; 1: all."
         },
     )
+    sample_every_job_train_opening: bool = field(
+        default=False,
+        metadata={
+            "help": "sample_every_job: train the job openings the processor wrote (the next job's id) where "
+            "their advantage is positive, so the next job's opening is learnt where naming it helped; off: "
+            "they carry no loss (fleet_rl/training/every_job_sampling.py)."
+        },
+    )
     env_base_urls: list[str] = field(
         default_factory=list,
         metadata={

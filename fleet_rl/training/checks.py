@@ -176,6 +176,11 @@ def _check_every_job_sampling(script_args: FleetScriptArguments, training_args) 
             f"(0, 1], below 1 only with sample_every_job true; got {share} with sample_every_job "
             f"{script_args.sample_every_job}"
         )
+    if script_args.sample_every_job_train_opening and not script_args.sample_every_job:
+        raise ValueError(
+            "sample_every_job_train_opening trains the openings sample_every_job writes: set "
+            "sample_every_job true, or sample_every_job_train_opening false"
+        )
     if not script_args.sample_every_job:
         return
     if script_args.episode_mode != "single":

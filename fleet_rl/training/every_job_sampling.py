@@ -39,6 +39,15 @@ samples outside this process; ``fleet_rl/training/checks.py`` refuses it) and ``
 only. Logged per step: ``every_job/forced_share``, the share of the step's answers in which the policy's
 most likely token, where the processor stepped in, was one it forbids (it would most likely have closed
 the list or ended the answer), and ``every_job/written_share``, the share of the answers' tokens it wrote.
+
+With ``sample_every_job_train_opening: true`` a written token carries loss where its advantage (the plan's,
+plus its job's with ``job_credit``) is positive: the opening of a job the policy would have left out is
+trained up in the answers where naming that job helped, and never trained down, so the policy learns the
+next job's ``,{"id":"`` as the alternative to ``]`` (issue #43: with half of each group steered and the
+openings masked, one seed pushed its early ``]`` down and wrote a key in its place, an answer that does not
+parse). The decision is taken in the loss (``_compute_loss``), where the advantages are final; the
+positions travel as ``every_job_written`` beside TRL's tensors. ``every_job/opening_trained`` logs the share
+of written tokens so trained.
 """
 
 from __future__ import annotations
@@ -61,6 +70,8 @@ __all__ = [
     "list_state",
     "mask_written_tokens",
     "row_job_ids",
+    "train_helpful_openings",
+    "written_positions",
 ]
 
 
@@ -189,6 +200,19 @@ class EveryJobLogitsProcessor(LogitsProcessor):
         return scores
 
 
+def written_positions(
+    completion_mask: torch.Tensor, written: Sequence[Sequence[int]], skip_rows: Collection[int] = ()
+) -> torch.Tensor:
+    """A 0/1 tensor shaped as ``completion_mask``: 1 at row ``i``'s positions ``written[i]`` within its
+    width, none in ``skip_rows``."""
+    positions = torch.zeros_like(completion_mask)
+    for row, kept in enumerate(written):
+        kept = [position for position in kept if position < positions.size(1)]
+        if row not in skip_rows and kept:
+            positions[row, torch.tensor(kept, dtype=torch.long, device=positions.device)] = 1
+    return positions
+
+
 def mask_written_tokens(
     output: dict, written: Sequence[Sequence[int]], skip_rows: Collection[int] = ()
 ) -> float:
@@ -200,16 +224,22 @@ def mask_written_tokens(
     tool_mask = output.get("tool_mask")
     if tool_mask is None:
         tool_mask = torch.ones_like(completion_mask)
-    masked = 0
-    for row, positions in enumerate(written):
-        kept = [position for position in positions if position < tool_mask.size(1)]
-        if row in skip_rows or not kept:
-            continue
-        index = torch.tensor(kept, dtype=torch.long, device=tool_mask.device)
-        masked += int(completion_mask[row, index].sum())
-        tool_mask[row, index] = 0
-    output["tool_mask"] = tool_mask
-    return masked / max(1, int(completion_mask.sum()))
+    positions = written_positions(completion_mask, written, skip_rows)
+    output["tool_mask"] = tool_mask * (1 - positions)
+    return int((positions * completion_mask).sum()) / max(1, int(completion_mask.sum()))
+
+
+def train_helpful_openings(
+    tool_mask: torch.Tensor, written: torch.Tensor, advantages: torch.Tensor
+) -> tuple[torch.Tensor, float]:
+    """``tool_mask`` with 1 again at the written positions (``written`` 1) whose advantage is positive
+    (``advantages``: (rows,) per answer or (rows, length) per token), and the share of written positions
+    so unmasked (0 when none was written)."""
+    per_token = advantages if advantages.dim() == 2 else advantages.reshape(-1, 1).expand_as(written)
+    helped = written.bool() & (per_token.to(written.device) > 0)
+    total = int(written.sum())
+    share = int(helped.sum()) / total if total else 0.0
+    return torch.where(helped, torch.ones_like(tool_mask), tool_mask), share
 
 
 @contextmanager
@@ -228,11 +258,17 @@ class EveryJobSamplingTrainer(EditExplorationTrainer):
     every job before closing the jobs list (module docstring); ``False`` is its parent."""
 
     def __init__(
-        self, *args, sample_every_job: bool = False, sample_every_job_share: float = 1.0, **kwargs
+        self,
+        *args,
+        sample_every_job: bool = False,
+        sample_every_job_share: float = 1.0,
+        sample_every_job_train_opening: bool = False,
+        **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.sample_every_job = sample_every_job
         self.sample_every_job_share = sample_every_job_share
+        self.sample_every_job_train_opening = sample_every_job_train_opening
         self._every_job_rows: list[tuple[str, ...]] | None = None
         self._every_job_written: list[list[int]] | None = None  # the last generation's written positions
         self._stop_ids: list[int] | None = None
@@ -253,7 +289,20 @@ class EveryJobSamplingTrainer(EditExplorationTrainer):
             edited = set(getattr(self, "_edited_rows", ()))  # re-encoded by the editor: not the processor's
             share = mask_written_tokens(output, self._every_job_written, edited)
             self._metrics["train"]["every_job/written_share"].append(share)
+            if self.sample_every_job_train_opening:  # decided in the loss, once the advantages are final
+                written = written_positions(output["completion_mask"], self._every_job_written, edited)
+                output["every_job_written"] = written * output["completion_mask"]
         return output
+
+    def _compute_loss(self, model, inputs):
+        written = inputs.get("every_job_written")
+        if written is None:
+            return super()._compute_loss(model, inputs)
+        tool_mask, share = train_helpful_openings(inputs["tool_mask"], written, inputs["advantages"])
+        if int(written.sum()):
+            self._metrics["train"]["every_job/opening_trained"].append(share)
+        inputs = {key: value for key, value in inputs.items() if key != "every_job_written"}
+        return super()._compute_loss(model, inputs | {"tool_mask": tool_mask})
 
     def _generate_single_turn(
         self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False

@@ -296,6 +296,11 @@ def test_the_trainer_class_follows_the_options():
         JobCreditTrainer,
         {"share_prompt": True, "sample_every_job": True, "sample_every_job_share": 0.5},
     )
+    trained = FleetScriptArguments(sample_every_job=True, sample_every_job_train_opening=True)
+    assert trainer_extensions(trained) == (
+        JobCreditTrainer,
+        {"share_prompt": True, "sample_every_job": True, "sample_every_job_train_opening": True},
+    )
     resampling = FleetScriptArguments(resample_flat_groups=2)
     assert trainer_extensions(resampling) == (
         FlatGroupResamplingTrainer,

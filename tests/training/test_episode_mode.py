@@ -46,6 +46,10 @@ def _args(**overrides) -> FleetScriptArguments:
             {"sample_every_job": True, "sample_every_job_share": 0.0},
             "sample_every_job_share is the share of each group's answers sample_every_job constrains",
         ),
+        (
+            {"sample_every_job_train_opening": True},
+            "sample_every_job_train_opening trains the openings sample_every_job writes",
+        ),
         ({"explore_edit_rate": 1.0}, "explore_edit_rate must be in \\[0, 1\\) \\(0: off; a share"),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_edit_rate": 0.25},

@@ -17,6 +17,7 @@ from fleet_rl.training.every_job_sampling import (
     list_state,
     mask_written_tokens,
     row_job_ids,
+    train_helpful_openings,
 )
 from fleet_rl.training.shared_prompt import SharedPromptTrainer
 from tests.training.two_jobs import SCENARIO
@@ -164,14 +165,34 @@ def test_an_existing_tool_mask_keeps_its_zeros():
     assert output["tool_mask"].tolist() == [[1, 0, 1, 0]]
 
 
+def test_written_tokens_train_where_their_advantage_is_positive():
+    """Per answer: the helped row's written tokens come back into the loss, the other's stay out; per token
+    (job credit): only the written tokens whose own advantage is positive; other zeros of the mask stay."""
+    tool_mask = torch.tensor([[1, 0, 0, 1], [1, 0, 0, 1]])
+    written = torch.tensor([[0, 1, 1, 0], [0, 1, 1, 0]])
+    mask, share = train_helpful_openings(tool_mask, written, torch.tensor([0.5, -0.5]))
+    assert mask.tolist() == [[1, 1, 1, 1], [1, 0, 0, 1]] and share == pytest.approx(0.5)
+    per_token = torch.tensor([[0.5, 0.2, -0.1, 0.5], [-1.0, 0.3, 0.0, -1.0]])
+    mask, share = train_helpful_openings(tool_mask, written, per_token)
+    assert mask.tolist() == [[1, 1, 0, 1], [1, 1, 0, 1]] and share == pytest.approx(0.5)
+    tool_result = torch.tensor([[0, 1, 1, 1]])  # a zero that is no written token stays, whatever its sign
+    mask, share = train_helpful_openings(tool_result, torch.zeros(1, 4, dtype=torch.long), torch.ones(1))
+    assert mask.tolist() == [[0, 1, 1, 1]] and share == 0.0
+
+
 def _bare_trainer(
-    sample_every_job: bool, training: bool = True, share: float = 1.0, group_size: int = 3
+    sample_every_job: bool,
+    training: bool = True,
+    share: float = 1.0,
+    group_size: int = 3,
+    train_opening: bool = False,
 ) -> EveryJobSamplingTrainer:
     """An EveryJobSamplingTrainer without a model: TRL's generation is patched to run the scripted policy
     through whatever ``generate`` the unwrapped model has at that moment."""
     trainer = object.__new__(EveryJobSamplingTrainer)
     trainer.sample_every_job, trainer.explore_edit_rate, trainer.turn_credit = sample_every_job, 0.0, False
     trainer.sample_every_job_share, trainer.num_generations = share, group_size
+    trainer.sample_every_job_train_opening = train_opening
     trainer._every_job_rows, trainer._every_job_written, trainer._stop_ids = None, None, None
     trainer.model = SimpleNamespace(training=training)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
@@ -277,3 +298,25 @@ def test_with_a_share_the_free_answers_of_a_group_close_as_they_like(parents):
     assert [bool((output["tool_mask"][row] == 0).any()) for row in range(4)] == [True, False, True, False]
     assert output["answers"][1] == ONE_JOB
     assert trainer._metrics["train"]["every_job/forced_share"] == [pytest.approx(2 / 4)]
+
+
+def test_trained_openings_reach_the_loss_where_the_answer_helped(parents, monkeypatch):
+    """``sample_every_job_train_opening``: generation still masks the written opening and hands its positions
+    on; the loss gets them back in the row whose advantage is positive only, without the extra key, and logs
+    the share trained."""
+    seen = []
+    monkeypatch.setattr(SharedPromptTrainer, "_compute_loss", lambda self, model, inputs: seen.append(inputs))
+    trainer = _bare_trainer(sample_every_job=True, train_opening=True)
+    output = trainer._generate_and_score_completions(ROWS)
+    assert torch.equal(output["every_job_written"], 1 - output["tool_mask"])  # the openings, masked
+    output["advantages"] = torch.tensor([0.7, -0.7, 0.7])
+    trainer._compute_loss(None, output)
+    assert "every_job_written" not in seen[0]
+    assert bool(seen[0]["tool_mask"][0].all()) and bool(seen[0]["tool_mask"][2].all())
+    assert torch.equal(seen[0]["tool_mask"][1], output["tool_mask"][1])  # the worse answer's stay out
+    assert trainer._metrics["train"]["every_job/opening_trained"] == [pytest.approx(0.5)]
+
+
+def test_without_the_option_no_positions_ride_along(parents):
+    trainer = _bare_trainer(sample_every_job=True)
+    assert "every_job_written" not in trainer._generate_and_score_completions(ROWS)

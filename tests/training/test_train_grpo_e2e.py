@@ -201,8 +201,9 @@ def test_explore_edits_run_inside_trls_generation_with_per_job_credit(tmp_path):
 def test_every_job_sampling_runs_inside_trls_generation(tmp_path):
     """``sample_every_job``: the logits processor rides TRL's own ``generate`` call (two prompts a step:
     TRL's path, not the shared prompt's; half of each group's answers, ``sample_every_job_share``) and logs
-    its share. The tiny model seldom opens a jobs list, so it is seldom steered here; the steering is tested
-    in tests/training/test_every_job_sampling.py."""
+    its share; with ``sample_every_job_train_opening`` the written positions ride TRL's batch to the loss.
+    The tiny model seldom opens a jobs list, so it is seldom steered here; the steering and the loss are
+    tested in tests/training/test_every_job_sampling.py."""
     run_train(
         tmp_path,
         "--max_steps",
@@ -211,6 +212,8 @@ def test_every_job_sampling_runs_inside_trls_generation(tmp_path):
         "true",
         "--sample_every_job_share",
         "0.5",
+        "--sample_every_job_train_opening",
+        "true",
         "--eval_scenarios",
         "0",
         "--report_to",
