@@ -17,7 +17,9 @@ Gulcehre et al. 2023, with the kernel as the judge of N samples) keeps such find
   ``self_imitation_batch_size`` stored answers (drawn with a generator seeded by (seed, step), so a resume
   draws the same) to the first micro-batch's GRPO loss: a stored plan is trained again as if its advantage
   were ``self_imitation_coef``. Only the policy's own tokens carry the loss (a revision episode's verdicts
-  are masked as in GRPO).
+  are masked as in GRPO), and with ``sample_every_job_train_opening`` the job openings the every-job
+  processor wrote into the stored answer (``fleet_rl/training/every_job_sampling.py``): the best answer of
+  its group is one where naming those jobs helped.
 - The buffer is part of a checkpoint (``self_imitation_buffer[-<rank>].json``, written before the trainer
   state, so a checkpoint that ``complete_checkpoints`` accepts has it) and comes back on resume.
 
@@ -171,6 +173,8 @@ class SelfImitationTrainer(FlatGroupResamplingTrainer):
         loss_mask = output["completion_mask"]
         if "tool_mask" in output:
             loss_mask = loss_mask * output["tool_mask"]
+        if "every_job_written" in output:  # sample_every_job_train_opening: the best answer's openings helped
+            loss_mask = torch.maximum(loss_mask, output["every_job_written"])
         stored = 0
         for index in best_of_groups(rewards.cpu(), self.num_generations, self.self_imitation_min_reward):
             row = index - first_row

@@ -127,6 +127,28 @@ def test_a_groups_best_answer_is_stored_with_its_own_tokens(tiny_dir, tmp_path):
     assert trainer._metrics["train"]["self_imitation/buffer_size"] == [1.0]
 
 
+def test_a_stored_answer_keeps_its_verdicts_out_and_its_trained_openings_in(tiny_dir, tmp_path):
+    """``tool_mask`` zeros stay out of a stored answer's loss, except the every-job processor's openings when
+    they are trained (``every_job_written``): the stored answer is its group's best."""
+    trainer = trainer_on(tiny_dir, tmp_path, coef=0.5)
+    trainer._last_rewards = lambda: torch.tensor([0.0, 0.1, 0.2, 0.6])
+    ones = torch.ones(GROUP, 5, dtype=torch.long)
+    output = {
+        "prompt_ids": ones.clone(),
+        "prompt_mask": ones.clone(),
+        "completion_ids": torch.arange(5).repeat(GROUP, 1),
+        "completion_mask": ones.clone(),
+        "tool_mask": torch.tensor([[1, 0, 0, 1, 0]] * GROUP),
+    }
+    assert trainer._store_best(output, GROUP) == 1
+    assert trainer.imitation_buffer.answers()[0].loss_mask == [1, 0, 0, 1]  # through its last own token
+    trainer = trainer_on(tiny_dir, tmp_path, coef=0.5)
+    trainer._last_rewards = lambda: torch.tensor([0.0, 0.1, 0.2, 0.6])
+    output["every_job_written"] = torch.tensor([[0, 1, 0, 0, 0]] * GROUP)
+    assert trainer._store_best(output, GROUP) == 1
+    assert trainer.imitation_buffer.answers()[0].loss_mask == [1, 1, 0, 1]
+
+
 def test_off_stores_nothing_and_adds_nothing(tiny_dir, tmp_path):
     trainer = trainer_on(tiny_dir, tmp_path, coef=0.0)
     trainer.model.train()
