@@ -24,10 +24,14 @@ plan's advantage alone. Tokens are mapped to jobs by decoding each answer token 
 placed job's categorical fault (at most 1/6), and the plan's reward then prefers closing the jobs list
 early to placing a job that fails, while % of optimum scores a plan with an idle job 0, as a crash. With
 ``omitted_job_credit: c`` (off: ``None``) such a job's credit is ``c`` instead, in the group means too, and
-the token holding the ``]`` that closed the list early gets ``w × Σ (c − mean c_j)`` over the jobs it left
-out: the one choice that left them out is told it did (issue #43: every recipe on the sized prompt ended
-writing the first job alone). The rewards and the logged reward stay the tiers'. ``job_credit/omitted``
-logs the share of credited answers that left a job out.
+the tokens that closed the list early get ``w × Σ (c − mean c_j)`` over the jobs it left out, each: the
+choice that left them out is told it did (issue #43: every recipe on the sized prompt ended writing the
+first job alone). Those tokens run from the one holding the last job object's ``}`` through the one
+holding the ``]`` (``closing_tokens``): SmolLM2 writes ``"}`` then ``]}`` to end the list and ``"},`` to go
+on to another job, so the choice is taken at the ``"}``. Up to commit 50d717a the ``]`` token alone
+carried it; with that token pushed down and the ``"}`` not, the mass after ``"}`` went to ``,"``, a key
+written into the list, which does not parse (``docs/learning-benchmark.md``). The rewards and the logged
+reward stay the tiers'. ``job_credit/omitted`` logs the share of credited answers that left a job out.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from rewards.job_credits import job_credits
 
 __all__ = [
     "JobCreditTrainer",
-    "closing_token",
+    "closing_tokens",
     "credit_omitted_jobs",
     "job_advantages",
     "job_of_tokens",
@@ -101,15 +105,23 @@ def job_advantages(
     return advantages
 
 
-def closing_token(text: str, spans: dict[str, tuple[int, int]], char_ends: Sequence[int]) -> int | None:
-    """The index of the token holding the first ``]`` after the last job object in ``text`` (the one that
-    closed the jobs list), or None: no job object, no such ``]``, or it lies past the tokens."""
+def closing_tokens(text: str, spans: dict[str, tuple[int, int]], char_ends: Sequence[int]) -> tuple[int, ...]:
+    """The tokens that closed the jobs list after its last job object, in order: from the one holding that
+    object's closing ``}`` through the one holding the first ``]`` after it. Empty: no job object, no such
+    ``]``, or it lies past the tokens. SmolLM2 ends a job that the list's end follows with ``"}`` and one
+    that another job follows with ``"},``: the choice to end the list is taken at the ``"}``, before the
+    ``]}``."""
     if not spans:
-        return None
-    close = text.find("]", max(end for _, end in spans.values()))
+        return ()
+    object_end = max(end for _, end in spans.values())  # one past the last job object's ``}``
+    close = text.find("]", object_end)
     if close < 0:
-        return None
-    return next((token for token, end in enumerate(char_ends) if end > close), None)
+        return ()
+    first = next((token for token, end in enumerate(char_ends) if end >= object_end), None)
+    last = next((token for token, end in enumerate(char_ends) if end > close), None)
+    if first is None or last is None:
+        return ()
+    return tuple(range(first, last + 1))
 
 
 def credit_omitted_jobs(
@@ -123,23 +135,24 @@ def credit_omitted_jobs(
 
 def add_closing_credit(
     advantages: torch.Tensor,
-    closing_tokens: Sequence[int | None],
+    closing: Sequence[Sequence[int]],
     omitted: Sequence[Sequence[str]],
     credits: Sequence[dict[str, float] | None],
     group_credits: Sequence[dict[str, float]],
     weight: float,
 ) -> None:
-    """Adds, in place, ``weight × Σ (credit[j] − group mean of j)`` over row's omitted jobs j to the row's
-    closing token (``closing_token``); rows without one, or whose omitted jobs have no group mean, get
-    nothing."""
-    for row, (token, left_out, credit, means) in enumerate(
-        zip(closing_tokens, omitted, credits, group_credits, strict=True)
+    """Adds, in place, ``weight × Σ (credit[j] − group mean of j)`` over row's omitted jobs j to each of the
+    row's closing tokens (``closing_tokens``) within the answer; rows without any, or whose omitted jobs
+    have no group mean, get nothing."""
+    for row, (tokens, left_out, credit, means) in enumerate(
+        zip(closing, omitted, credits, group_credits, strict=True)
     ):
-        if token is None or credit is None or token >= advantages.size(1):
+        if credit is None:
             continue
-        advantages[row, token] += weight * math.fsum(
-            credit[job] - means[job] for job in left_out if job in means
-        )
+        term = weight * math.fsum(credit[job] - means[job] for job in left_out if job in means)
+        for token in tokens:
+            if token < advantages.size(1):
+                advantages[row, token] += term
 
 
 def group_job_means(credits: Sequence[dict[str, float] | None], group_size: int) -> list[dict[str, float]]:
@@ -187,18 +200,18 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
         }
         credits = job_credits(texts, [row["scenario"] for row in inputs], **extra)
         token_jobs: list[list[str | None]] = []
-        closing_tokens: list[int | None] = []
+        closing: list[tuple[int, ...]] = []
         omitted: list[list[str]] = []
         for row, (ids, text, credit) in enumerate(zip(answers, texts, credits, strict=True)):
-            jobs, closing, left_out = [], None, []
+            jobs, closers, left_out = [], (), []
             if credit is not None:
                 spans, char_ends = job_spans(text, list(credit)), token_char_ends(decode, ids)
                 jobs = job_of_tokens(char_ends, spans)
                 if self.omitted_job_credit is not None:
                     credits[row], left_out = credit_omitted_jobs(credit, spans, self.omitted_job_credit)
-                    closing = closing_token(text, spans, char_ends) if left_out else None
+                    closers = closing_tokens(text, spans, char_ends) if left_out else ()
             token_jobs.append(jobs)
-            closing_tokens.append(closing)
+            closing.append(closers)
             omitted.append(left_out)
         all_credits = self._gather_credits(credits)
         group_size = self.num_generations if self.model.training else self.num_generations_eval
@@ -210,7 +223,7 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
         )
         mode = "train" if self.model.training else "eval"
         if self.omitted_job_credit is not None:
-            add_closing_credit(advantages, closing_tokens, omitted, credits, means, self.job_credit)
+            add_closing_credit(advantages, closing, omitted, credits, means, self.job_credit)
             credited = [left_out for left_out, c in zip(omitted, credits, strict=True) if c is not None]
             if credited:
                 share = sum(1 for left_out in credited if left_out) / len(credited)

@@ -17,7 +17,7 @@ from fleet_rl.baselines import even_bf16, optimal
 from fleet_rl.training.job_credit import (
     JobCreditTrainer,
     add_closing_credit,
-    closing_token,
+    closing_tokens,
     credit_omitted_jobs,
     group_job_means,
     job_advantages,
@@ -78,16 +78,18 @@ def test_a_job_only_one_answer_credits_has_no_mean_and_groups_stay_apart():
         job_advantages(torch.zeros(2), [None], [[]], [{}], 1.0, 1)
 
 
-def test_the_closing_token_holds_the_bracket_after_the_last_job_object():
+def test_the_closing_tokens_run_from_the_last_job_objects_brace_to_the_bracket():
     text = '{"jobs": [{"id": "a", "x": [1]}, {"id": "b"}]}'
     spans = job_spans(text, ["a", "b"])
     close = text.rindex("]")
-    assert closing_token(text, spans, token_char_ends(_decode, [ord(c) for c in text])) == close
-    ends = [10, close - 1, close + 2, len(text)]  # a token "}]}" holds the bracket (and a brace on each side)
-    assert closing_token(text, spans, ends) == 2
-    assert closing_token(text, {}, ends) is None  # no job object
-    assert closing_token(text[:close], spans, ends) is None  # the list never closed
-    assert closing_token(text, spans, ends[:2]) is None  # the bracket lies past the tokens
+    assert closing_tokens(text, spans, token_char_ends(_decode, [ord(c) for c in text])) == (close - 1, close)
+    ends = [10, close - 1, close + 2, len(text)]  # a token "}]}" holds the brace and the bracket
+    assert closing_tokens(text, spans, ends) == (2,)
+    ends = [10, close - 2, close, close + 1, len(text)]  # SmolLM2's way: '"}' then ']}'
+    assert closing_tokens(text, spans, ends) == (2, 3)
+    assert closing_tokens(text, {}, ends) == ()  # no job object
+    assert closing_tokens(text[:close], spans, ends) == ()  # the list never closed
+    assert closing_tokens(text, spans, ends[:3]) == ()  # the bracket lies past the tokens
 
 
 def test_an_omitted_job_takes_the_given_credit_and_is_named():
@@ -97,15 +99,15 @@ def test_an_omitted_job_takes_the_given_credit_and_is_named():
     assert credit_omitted_jobs(credit, {"a": (0, 1), "b": (1, 2), "c": (2, 3)}, 0.0) == (credit, [])
 
 
-def test_the_closing_token_gets_the_omitted_jobs_terms_only():
+def test_the_closing_tokens_get_the_omitted_jobs_terms_only():
     advantages = torch.zeros(3, 4)
     credits = [{"a": 1.0, "b": 0.0, "c": 0.0}, {"a": 1.0, "b": 0.1, "c": 0.1}, None]
     means = [{"a": 1.0, "b": 0.05, "c": 0.05}, {"a": 1.0, "b": 0.05, "c": 0.05}, {}]
-    add_closing_credit(advantages, [2, None, 1], [["b", "c"], [], []], credits, means, 0.5)
+    add_closing_credit(advantages, [(1, 2), (), (1,)], [["b", "c"], [], []], credits, means, 0.5)
     expected = torch.zeros(3, 4)
-    expected[0, 2] = 0.5 * (-0.05 - 0.05)
+    expected[0, 1:3] = 0.5 * (-0.05 - 0.05)  # each closing token, the whole term
     assert torch.allclose(advantages, expected)
-    add_closing_credit(advantages, [9], [["b"]], credits[:1], means[:1], 0.5)  # past the answer: nothing
+    add_closing_credit(advantages, [(9,)], [["b"]], credits[:1], means[:1], 0.5)  # past the answer: nothing
     assert torch.allclose(advantages, expected)
 
 
@@ -182,7 +184,8 @@ def _first_job_alone(plan: dict) -> str:
 def test_omitted_job_credit_puts_the_left_out_jobs_on_the_closing_bracket(monkeypatch):
     """Rows 0 and 1 place every job (row 1 even split: one breaks), row 2 writes the first job alone, row 3
     is no plan: with ``omitted_job_credit`` 0, row 2's two left-out jobs count 0 in the group means and its
-    closing ``]`` carries 0.5 x (0 - mean) for each; every other token keeps what per-job credit gives."""
+    closing ``}`` and ``]`` carry 0.5 x (0 - mean) for each; every other token keeps what per-job credit
+    gives."""
     answers = [
         json.dumps(optimal(SCENARIO)),
         json.dumps(even_bf16(SCENARIO)),
@@ -199,11 +202,13 @@ def test_omitted_job_credit_puts_the_left_out_jobs_on_the_closing_bracket(monkey
     credits = [tiers[0], tiers[1], {first: tiers[2][first]} | dict.fromkeys(left_out, 0.0)]
     mean = {job: sum(c[job] for c in credits) / 3 for job in tiers[0]}
     close = answers[2].rindex("]")
-    expected_close = 0.05 + 0.5 * sum(0.0 - mean[job] for job in left_out)
-    assert float(advantages[2, close]) == pytest.approx(expected_close)
+    closing = 0.5 * sum(0.0 - mean[job] for job in left_out)
+    assert float(advantages[2, close]) == pytest.approx(0.05 + closing)
     assert float(advantages[2, close + 1]) == pytest.approx(0.05)  # the plan's closing brace: no job's
     start = job_spans(answers[2], [first])[first][0]
-    assert float(advantages[2, start]) == pytest.approx(0.05 + 0.5 * (credits[2][first] - mean[first]))
+    own = 0.5 * (credits[2][first] - mean[first])
+    assert float(advantages[2, start]) == pytest.approx(0.05 + own)
+    assert float(advantages[2, close - 1]) == pytest.approx(0.05 + own + closing)  # the job object's "}"
     for row in (0, 1):  # the placed rows' jobs against means that count the left-out jobs as 0
         for job, (start, _) in job_spans(answers[row], list(mean)).items():
             added = 0.5 * (credits[row][job] - mean[job])
