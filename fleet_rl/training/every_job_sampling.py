@@ -47,7 +47,9 @@ next job's ``,{"id":"`` as the alternative to ``]`` (issue #43: with half of eac
 openings masked, one seed pushed its early ``]`` down and wrote a key in its place, an answer that does not
 parse). The decision is taken in the loss (``_compute_loss``), where the advantages are final; the
 positions travel as ``every_job_written`` beside TRL's tensors. ``every_job/opening_trained`` logs the share
-of written tokens so trained.
+of written tokens so trained. Measured on SmolLM2 it made things worse (issue #43, +0.9 against +4.5 without
+it): the opening starts with a lone ``,`` after the policy's ``"}`` (SmolLM2 writes ``"},`` then ``{"``),
+and training that ``,`` up raised the key path ``,"kv_cache"`` as much as the job's. Not recommended.
 """
 
 from __future__ import annotations
