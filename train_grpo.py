@@ -239,6 +239,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
         extensions["job_credit"] = script_args.job_credit
         if script_args.omitted_job_credit is not None:  # a job left out: this credit, on the closing ']'
             extensions["omitted_job_credit"] = script_args.omitted_job_credit
+            if script_args.extra_job_credit is not None:  # the list's end credited like a job
+                extensions["extra_job_credit"] = script_args.extra_job_credit
     if script_args.explore_edit_rate:  # a share of the answers edited at random before scoring
         extensions["explore_edit_rate"] = script_args.explore_edit_rate
     if script_args.sample_every_job:  # training answers name every job before closing the list

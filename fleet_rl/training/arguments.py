@@ -107,9 +107,20 @@ class FleetScriptArguments:
         default=None,
         metadata={
             "help": "single, with job_credit: the credit of a job the answer leaves out (no object in its "
-            "jobs list), in the group means too, and job_credit x (it - the job's group mean) on the token "
-            "of the ']' that closed the list without it (fleet_rl/training/job_credit.py). None: the tiers' "
-            "idle credit (1/3) and no closing credit; 0 to 1. The rewards stay the tiers'."
+            "jobs list), in the group means too, and job_credit x (it - the job's group mean) on the tokens "
+            "from the last job object's '}' through the ']' that closed the list without it "
+            "(fleet_rl/training/job_credit.py). None: the tiers' idle credit (1/3) and no closing credit; 0 "
+            "to 1. The rewards stay the tiers'."
+        },
+    )
+    extra_job_credit: float | None = field(
+        default=None,
+        metadata={
+            "help": "single, with omitted_job_credit: the jobs list's end is credited like a job, 1 where "
+            "the answer named every job once and closed the list, omitted_job_credit where it closed it "
+            "early, this where it wrote a job object past its scenario's (an invented or repeated id), and "
+            "job_credit x (it - its group mean) goes on the tokens that took that choice "
+            "(fleet_rl/training/list_end_credit.py). None: off; 0 to 1. The rewards stay the tiers'."
         },
     )
     explore_edit_rate: float = field(

@@ -198,8 +198,9 @@ def _check_every_job_sampling(script_args: FleetScriptArguments, training_args) 
 def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
     """``episode_mode`` and its reward agree (revise: that reward alone); refine and revise have 2-16 turns
     and a turn cost in [0, 0.1]; turn_credit only in revise mode; job_credit in [0, 1] and only in single
-    mode, omitted_job_credit in [0, 1] and only with it; explore_edit_rate in [0, 1) and sample_every_job,
-    single mode and transformers generation only; in refine mode, TRL's tool loop is bounded by the checks."""
+    mode, omitted_job_credit in [0, 1] and only with it, extra_job_credit in [0, 1] and only with that;
+    explore_edit_rate in [0, 1) and sample_every_job, single mode and transformers generation only; in refine
+    mode, TRL's tool loop is bounded by the checks."""
     if script_args.episode_mode not in EPISODE_MODES:
         raise ValueError(
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
@@ -245,6 +246,13 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
             "omitted_job_credit credits the jobs an answer leaves out within per-job credit: it needs "
             f"job_credit > 0 and a value in [0, 1]; got omitted_job_credit {omitted} with job_credit "
             f"{script_args.job_credit}"
+        )
+    extra = script_args.extra_job_credit
+    if extra is not None and not (omitted is not None and 0.0 <= extra <= 1.0):
+        raise ValueError(
+            "extra_job_credit credits the jobs list's end beside the jobs an answer leaves out: it needs "
+            f"omitted_job_credit and a value in [0, 1]; got extra_job_credit {extra} with "
+            f"omitted_job_credit {omitted}"
         )
     _check_explore_edits(script_args, training_args)
     _check_every_job_sampling(script_args, training_args)

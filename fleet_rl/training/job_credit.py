@@ -41,8 +41,15 @@ from collections.abc import Sequence
 
 import torch
 
-from fleet_rl.training.every_job_sampling import EveryJobSamplingTrainer
-from fleet_rl.training.job_spans import job_spans
+from fleet_rl.training.every_job_sampling import EveryJobSamplingTrainer, row_job_ids
+from fleet_rl.training.job_spans import id_objects, job_spans
+from fleet_rl.training.list_end_credit import (
+    LIST_END,
+    add_list_end_credit,
+    extra_objects,
+    list_end_credit,
+    overshoot_tokens,
+)
 from rewards.job_credits import job_credits
 
 __all__ = [
@@ -177,11 +184,17 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
     (module docstring); ``job_credit=0`` is its parent."""
 
     def __init__(
-        self, *args, job_credit: float = 0.0, omitted_job_credit: float | None = None, **kwargs
+        self,
+        *args,
+        job_credit: float = 0.0,
+        omitted_job_credit: float | None = None,
+        extra_job_credit: float | None = None,
+        **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.job_credit = job_credit
         self.omitted_job_credit = omitted_job_credit
+        self.extra_job_credit = extra_job_credit
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
@@ -202,14 +215,31 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
         token_jobs: list[list[str | None]] = []
         closing: list[tuple[int, ...]] = []
         omitted: list[list[str]] = []
+        end_credits: list[float | None] = []
+        end_tokens: list[tuple[int, ...]] = []
+        went_on: list[bool] = []  # per end-credited row: it wrote a job object past its scenario's
         for row, (ids, text, credit) in enumerate(zip(answers, texts, credits, strict=True)):
-            jobs, closers, left_out = [], (), []
+            jobs, closers, left_out, beyond, ends = [], (), [], [], ()
             if credit is not None:
                 spans, char_ends = job_spans(text, list(credit)), token_char_ends(decode, ids)
                 jobs = job_of_tokens(char_ends, spans)
                 if self.omitted_job_credit is not None:
                     credits[row], left_out = credit_omitted_jobs(credit, spans, self.omitted_job_credit)
-                    closers = closing_tokens(text, spans, char_ends) if left_out else ()
+                    ends = closing_tokens(text, spans, char_ends)
+                    closers = ends if left_out else ()
+            if self.extra_job_credit is not None:
+                scenario_ids = row_job_ids(inputs[row]) if credit is None else ()  # none: multi-agent
+                objects = id_objects(text) if scenario_ids else []
+                beyond = extra_objects(objects, scenario_ids) if objects else []
+                if beyond:
+                    ends = overshoot_tokens(objects, beyond, token_char_ends(decode, ids))
+                end = list_end_credit(
+                    credit is not None, left_out, beyond, self.omitted_job_credit, self.extra_job_credit
+                )
+                end_credits.append(end)
+                end_tokens.append(ends)
+                if end is not None:
+                    went_on.append(bool(beyond))
             token_jobs.append(jobs)
             closing.append(closers)
             omitted.append(left_out)
@@ -228,6 +258,12 @@ class JobCreditTrainer(EveryJobSamplingTrainer):
             if credited:
                 share = sum(1 for left_out in credited if left_out) / len(credited)
                 self._metrics[mode]["job_credit/omitted"].append(share)
+        if self.extra_job_credit is not None:
+            ended = self._gather_credits([None if c is None else {LIST_END: c} for c in end_credits])
+            end_means = group_job_means(ended, group_size)[start : start + len(inputs)]
+            add_list_end_credit(advantages, end_tokens, end_credits, end_means, self.job_credit)
+            if any(c is not None for c in end_credits):
+                self._metrics[mode]["job_credit/extra"].append(sum(went_on) / len(went_on))
         touched = [
             abs(float(advantages[row, token]) - float(plan_advantages[row]))
             for row, jobs in enumerate(token_jobs)

@@ -7,7 +7,9 @@ import json
 import re
 from collections.abc import Sequence
 
-__all__ = ["job_spans"]
+__all__ = ["id_objects", "job_spans"]
+
+_ID_VALUE = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")')  # an "id" key and its JSON string
 
 
 def _object_spans(text: str) -> list[tuple[int, int]]:
@@ -32,6 +34,28 @@ def _object_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _innermost(spans: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """The shortest of ``spans`` that holds characters ``start`` to ``end``, or None."""
+    around = [span for span in spans if span[0] < start and end <= span[1]]
+    return min(around, key=lambda span: span[1] - span[0]) if around else None
+
+
+def id_objects(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """Every ``"id": "<string>"`` in ``text`` inside an object, in text order, with the innermost ``{...}``
+    around it: ``(id, (start, end))``. An answer's job objects, its invented and repeated ones included."""
+    spans = _object_spans(text)
+    found = []
+    for match in _ID_VALUE.finditer(text):
+        try:
+            job_id = json.loads(match.group(1))
+        except json.JSONDecodeError:  # an escape JSON does not know: not an id the kernel could read
+            continue
+        around = _innermost(spans, match.start(), match.end())
+        if around is not None:
+            found.append((job_id, around))
+    return found
+
+
 def job_spans(text: str, job_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
     """``{job id: (start, end)}``: the innermost ``{...}`` around the first ``"id": "<job id>"`` of each job
     found in ``text``; a job whose id does not appear inside an object is left out."""
@@ -41,7 +65,7 @@ def job_spans(text: str, job_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         match = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(job_id)), text)
         if match is None:
             continue
-        around = [span for span in spans if span[0] < match.start() and match.end() <= span[1]]
-        if around:
-            found[job_id] = min(around, key=lambda span: span[1] - span[0])
+        around = _innermost(spans, match.start(), match.end())
+        if around is not None:
+            found[job_id] = around
     return found

@@ -284,6 +284,12 @@ def test_the_trainer_class_follows_the_options():
         JobCreditTrainer,
         {"share_prompt": True, "job_credit": 0.5, "omitted_job_credit": 0.0},
     )
+    assert trainer_extensions(
+        FleetScriptArguments(job_credit=0.5, omitted_job_credit=0.0, extra_job_credit=0.0)
+    ) == (
+        JobCreditTrainer,
+        {"share_prompt": True, "job_credit": 0.5, "omitted_job_credit": 0.0, "extra_job_credit": 0.0},
+    )
     assert trainer_extensions(FleetScriptArguments(explore_edit_rate=0.25)) == (
         JobCreditTrainer,
         {"share_prompt": True, "explore_edit_rate": 0.25},

@@ -41,6 +41,14 @@ def _args(**overrides) -> FleetScriptArguments:
             {"job_credit": 0.5, "omitted_job_credit": 1.5},
             "it needs job_credit > 0 and a value in \\[0, 1\\]; got omitted_job_credit 1.5",
         ),
+        (
+            {"job_credit": 0.5, "extra_job_credit": 0.0},
+            "extra_job_credit credits the jobs list's end beside the jobs an answer leaves out",
+        ),
+        (
+            {"job_credit": 0.5, "omitted_job_credit": 0.0, "extra_job_credit": -0.5},
+            "it needs omitted_job_credit and a value in \\[0, 1\\]; got extra_job_credit -0.5",
+        ),
         ({"sample_every_job_share": 0.5}, "below 1 only with sample_every_job true; got 0.5"),
         (
             {"sample_every_job": True, "sample_every_job_share": 0.0},
