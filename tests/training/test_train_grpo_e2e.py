@@ -170,13 +170,13 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(first_run):
 
 
 def test_per_job_credit_trains_through_trls_loss(tmp_path):
-    """``job_credit`` (with ``omitted_job_credit``): the (B, T) advantages (each job's tokens with their own
-    term, a left-out job's on the closing bracket) go through TRL's loss. The tiny model's answers seldom
-    parse, so the added terms are mostly 0 here; which tokens get which term is tested in
-    tests/training/test_job_credit.py."""
+    """``job_credit`` (with ``omitted_job_credit`` and ``extra_job_credit``): the (B, T) advantages (each
+    job's tokens with their own term, a left-out job's on the closing tokens, the list's end on the tokens
+    that took it) go through TRL's loss. The tiny model's answers seldom parse, so the added terms are mostly
+    0 here; which tokens get which term is tested in tests/training/test_job_credit.py."""
     run_train(
         tmp_path, "--max_steps", "2", "--job_credit", "0.5", "--omitted_job_credit", "0",
-        "--eval_scenarios", "0", "--report_to", "none",
+        "--extra_job_credit", "0", "--eval_scenarios", "0", "--report_to", "none",
     )  # fmt: skip
     state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
     assert state["global_step"] == 2
