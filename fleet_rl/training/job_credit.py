@@ -32,6 +32,9 @@ on to another job, so the choice is taken at the ``"}``. Up to commit 50d717a th
 carried it; with that token pushed down and the ``"}`` not, the mass after ``"}`` went to ``,"``, a key
 written into the list, which does not parse (``docs/learning-benchmark.md``). The rewards and the logged
 reward stay the tiers'. ``job_credit/omitted`` logs the share of credited answers that left a job out.
+With ``extra_job_credit`` the list's end is credited like a job too: ending it right once every job is
+written, against ending it early or going on with invented or repeated jobs
+(``fleet_rl/training/list_end_credit.py``).
 """
 
 from __future__ import annotations

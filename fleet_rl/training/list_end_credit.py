@@ -22,6 +22,11 @@ With ``extra_job_credit: x`` the list's end gets a credit per answer, as a job d
 Against its group's mean end credit (``group_job_means`` with the key ``LIST_END``), ``job_credit × (credit
 − mean)`` is added to those tokens. A group whose answers all ended alike adds nothing. The rewards and the
 logged reward stay the tiers'. ``job_credit/extra`` logs the share of end-credited answers that went on.
+
+Measured on SmolLM2 (issue #43, with ``job_credit 1.0``, ``omitted_job_credit 0``, half of each group
+steered by ``sample_every_job``, ``x = 0``): the overshoot went (held-out IRD 0.01 and 0.00, every greedy
+answer parsed, jobs placed 1.00 and 0.97), and the gain was +1.1 points [−2.4, +4.5]: the jobs still get
+the template's settings, and on medium scenarios some job crashes.
 """
 
 from __future__ import annotations
