@@ -226,11 +226,11 @@ def episode_environment(script_args: FleetScriptArguments, processing_class, dat
 def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrainer], dict]:
     """The trainer class and its extra arguments: ``JobCreditTrainer`` (TRL's ``GRPOTrainer`` running a
     batch's shared prompt once, or not with ``share_prompt: false``, with ``turn_credit`` crediting each
-    plan of a revision episode, with ``job_credit`` each job of a whole plan, and with ``explore_edit_rate``
-    editing that share of the answers at random, with ``sample_every_job`` sampling answers that name every
-    job) unless the run asks for
-    fresh prompts on flat steps (``resample_flat_groups``, DAPO) or for self-imitation
-    (``self_imitation_coef``), whose trainers extend it."""
+    plan of a revision episode, with ``job_credit`` each job of a whole plan, with ``explore_edit_rate``
+    editing that share of the answers at random and ``explore_repair_rate`` repairing that share's failing
+    jobs, with ``sample_every_job`` sampling answers that name every job) unless the run asks for fresh
+    prompts on flat steps (``resample_flat_groups``, DAPO) or for self-imitation (``self_imitation_coef``),
+    whose trainers extend it."""
     # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
     extensions: dict = {"share_prompt": script_args.share_prompt and script_args.backend != "unsloth"}
     if script_args.turn_credit:  # each plan of a revision episode its own advantage
@@ -243,6 +243,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
                 extensions["extra_job_credit"] = script_args.extra_job_credit
     if script_args.explore_edit_rate:  # a share of the answers edited at random before scoring
         extensions["explore_edit_rate"] = script_args.explore_edit_rate
+    if script_args.explore_repair_rate:  # a share of the answers' failing jobs repaired before scoring
+        extensions["explore_repair_rate"] = script_args.explore_repair_rate
     if script_args.sample_every_job:  # training answers name every job before closing the list
         extensions["sample_every_job"] = True
         if script_args.sample_every_job_share < 1:  # the rest of each group samples freely

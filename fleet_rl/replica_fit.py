@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet_rl.catalog import MODULE_GROUPS
+from fleet_rl.catalog import MODULE_GROUPS, GPUSpec
 from fleet_rl.kernel import SolvedScenario, evaluate
 from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 
-__all__ = ["ReplicaFit", "part_status", "replica_fits", "tensor_parallel_sizes"]
+__all__ = ["ReplicaFit", "fit_part", "part_status", "replica_fits", "tensor_parallel_sizes"]
 
 _LOW_GROUPS = ("attention", "mlp")  # the groups a smaller format applies to; the rest stay at 16 bits
 
@@ -71,6 +71,15 @@ def _part(job: Job, fmt: str, tensor_parallel: int, half: str, fp8: bool) -> dic
     if job.kind == "serve":
         return part | {"kv_cache": half if fmt == half else ("fp8" if fp8 else "int8")}
     return part | {"micro_batch_size": 1, "activation_checkpointing": True}
+
+
+def fit_part(job: Job, fit: ReplicaFit, gpu: GPUSpec) -> dict:
+    """The part a ``Fits`` entry stands for: one replica of ``job`` on ``gpu`` at ``fit``'s format and
+    tensor parallelism, sized as this module sizes it (``fit.tensor_parallel`` must not be ``None``)."""
+    if fit.tensor_parallel is None:
+        raise ValueError(f"{fit.fmt} fits no replica of {job.id!r}: there is no part to write")
+    half = "bf16" if gpu.supports("bf16") else "fp16"
+    return _part(job, fit.fmt, fit.tensor_parallel, half, gpu.supports("fp8"))
 
 
 def _fit(solved: SolvedScenario, job: Job, fmt: str, half: str, fp8: bool) -> ReplicaFit:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from fleet_rl import TASKS, make_scenario
 from fleet_rl.kernel import evaluate
-from fleet_rl.replica_fit import ReplicaFit, _part, replica_fits
+from fleet_rl.replica_fit import ReplicaFit, _part, fit_part, replica_fits
 from fleet_rl.scenario import Scenario
 
 
@@ -38,6 +38,22 @@ def test_the_stated_tensor_parallelism_fits_and_every_smaller_one_does_not(task)
                     assert _status(scenario, job, fit.fmt, tp) in ("oom", "unstable"), (job.id, fit, tp)
                 if fit.tensor_parallel is not None:
                     assert _status(scenario, job, fit.fmt, fit.tensor_parallel) in ("ok", "too_slow")
+
+
+def test_a_fits_entry_as_a_part_holds_one_replica_and_an_entry_without_one_has_no_part():
+    scenario = make_scenario("medium", 3, "eval")
+    for job in scenario.jobs:
+        for fit in replica_fits(scenario)[job.id]:
+            if fit.tensor_parallel is None:
+                with pytest.raises(ValueError, match="fits no replica"):
+                    fit_part(job, fit, scenario.gpu)
+                continue
+            part = fit_part(job, fit, scenario.gpu)
+            assert part["gpus"] == part["tensor_parallel"] == fit.tensor_parallel
+            assert evaluate(scenario, {"jobs": [part]}).jobs[scenario.job_ids.index(job.id)].status in (
+                "ok",
+                "too_slow",
+            )
 
 
 def test_formats_follow_the_job_kind_and_the_gpu():

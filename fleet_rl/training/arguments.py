@@ -131,6 +131,15 @@ class FleetScriptArguments:
             "choices the policy no longer samples (fleet_rl/training/edit_exploration.py). 0: off; below 1."
         },
     )
+    explore_repair_rate: float = field(
+        default=0.0,
+        metadata={
+            "help": "single: the share of training answers whose failing jobs (out of memory, unsupported, "
+            "unstable, invalid in the kernel's verdict) are repaired before scoring, each to one of its "
+            "Fits line's settings (fleet_rl/training/plan_repairs.py); drawn apart from explore_edit_rate, "
+            "the two at most 1 together. 0: off; below 1."
+        },
+    )
     sample_every_job: bool = field(
         default=False,
         metadata={

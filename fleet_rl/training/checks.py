@@ -149,21 +149,29 @@ EPISODE_MODE_REWARDS = {"refine": EPISODE_REWARD, "revise": REVISION_REWARD}  # 
 
 
 def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> None:
-    """explore_edit_rate (fleet_rl/training/edit_exploration.py) is a share below 1, edits whole plans of
-    single answers, and rewrites tokens that vLLM's sampling log-probabilities would no longer match."""
-    rate = script_args.explore_edit_rate
-    if not 0.0 <= rate < 1.0:
-        raise ValueError(f"explore_edit_rate must be in [0, 1) (0: off; a share of the answers), got {rate}")
-    if rate and script_args.episode_mode != "single":
+    """explore_edit_rate and explore_repair_rate (fleet_rl/training/edit_exploration.py) are shares below 1
+    (together at most 1), change whole plans of single answers, and rewrite tokens that vLLM's sampling
+    log-probabilities would no longer match."""
+    rates = {name: getattr(script_args, name) for name in ("explore_edit_rate", "explore_repair_rate")}
+    for name, rate in rates.items():
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"{name} must be in [0, 1) (0: off; a share of the answers), got {rate}")
+    if sum(rates.values()) > 1.0:
         raise ValueError(
-            f"explore_edit_rate edits one whole plan per answer: set episode_mode 'single' "
-            f"(got {script_args.episode_mode!r})"
+            f"explore_edit_rate + explore_repair_rate is a share of the answers, at most 1: got "
+            f"{rates['explore_edit_rate']} + {rates['explore_repair_rate']}"
         )
-    if rate and getattr(training_args, "use_vllm", False):
-        raise ValueError(
-            "explore_edit_rate rewrites sampled tokens, which vLLM's sampling log-probabilities (its "
-            "importance-sampling correction) would no longer match: set use_vllm false or explore_edit_rate 0"
-        )
+    for name, rate in rates.items():
+        if rate and script_args.episode_mode != "single":
+            raise ValueError(
+                f"{name} changes one whole plan per answer: set episode_mode 'single' "
+                f"(got {script_args.episode_mode!r})"
+            )
+        if rate and getattr(training_args, "use_vllm", False):
+            raise ValueError(
+                f"{name} rewrites sampled tokens, which vLLM's sampling log-probabilities (its "
+                f"importance-sampling correction) would no longer match: set use_vllm false or {name} 0"
+            )
 
 
 def _check_every_job_sampling(script_args: FleetScriptArguments, training_args) -> None:

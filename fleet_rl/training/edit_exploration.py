@@ -1,4 +1,5 @@
-"""Exploration by edits (``explore_edit_rate: p``): a share of the sampled answers get one random edit.
+"""Exploration by edits (``explore_edit_rate: p``): a share of the sampled answers get one random edit; and
+by repairs (``explore_repair_rate: q``): a share get their failing jobs repaired from the kernel's verdict.
 
 Once GRPO's samples of a prompt all agree, every answer gets advantage 0 and the step teaches nothing; on
 the SmolLM2 presets that happens within ~20 steps, on a template that the choices needed to leave it
@@ -12,6 +13,12 @@ It is off-policy on the edited tokens: TRL's loss weighs each token by its advan
 log-probability of it, whoever wrote it, so an edit the policy would rarely sample still trains it (as
 when an off-policy answer joins a group; no importance weight, which would all but erase such an edit).
 Where edits help, the policy learns them; where they do not, they cost the share of samples they take.
+
+Random edits seldom hit the job that failed with a setting that holds it. With ``explore_repair_rate: q``
+another share ``q`` of the answers (drawn apart from the edited share: one draw per row, ``q`` first) gets
+``fleet_rl/training/plan_repairs.py``'s repair instead: each job the kernel's verdict marks out of memory,
+unsupported, unstable or invalid takes one of its prompt's ``Fits`` settings. Answers whose jobs all ran are
+left as sampled. ``repairs/share`` and ``repairs/advantage`` log them as the ``edits/`` metrics do edits.
 
 Only whole answers that ended (EOS) and whose plan parses are edited, on whole-plan rows (multi-agent rows
 ask for one job and are left alone), in training (evaluation stays the policy's own answers), and with
@@ -27,35 +34,46 @@ from __future__ import annotations
 import random
 
 from fleet_rl.training.plan_edits import edit_answer
+from fleet_rl.training.plan_repairs import repair_answer
 from fleet_rl.training.turn_credit import TurnCreditTrainer
 
 __all__ = ["EditExplorationTrainer"]
 
 
 class EditExplorationTrainer(TurnCreditTrainer):
-    """``TurnCreditTrainer`` that, with ``explore_edit_rate > 0``, edits that share of the training answers
-    (module docstring); ``explore_edit_rate=0`` is its parent."""
+    """``TurnCreditTrainer`` that, with ``explore_edit_rate > 0``, edits that share of the training answers,
+    and with ``explore_repair_rate > 0`` repairs that share (module docstring); both 0 is its parent."""
 
-    def __init__(self, *args, explore_edit_rate: float = 0.0, **kwargs) -> None:
+    def __init__(
+        self, *args, explore_edit_rate: float = 0.0, explore_repair_rate: float = 0.0, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.explore_edit_rate = explore_edit_rate
+        self.explore_edit_rate, self.explore_repair_rate = explore_edit_rate, explore_repair_rate
         self._edit_inputs: list[dict] | None = None
-        self._edited_rows: list[int] = []
+        self._edited_rows: list[int] = []  # every row rewritten (edited or repaired)
+        self._repaired_rows: list[int] = []
         self._draw = (-1, 0)  # (global step, generations drawn in it): resampled groups draw anew
 
     def _generate_and_score_completions(self, inputs):
-        if not self.explore_edit_rate or not self.model.training:
+        if not (self.explore_edit_rate or self.explore_repair_rate) or not self.model.training:
             return super()._generate_and_score_completions(inputs)
-        self._edit_inputs, self._edited_rows = inputs, []
+        self._edit_inputs, self._edited_rows, self._repaired_rows = inputs, [], []
         try:
             output = super()._generate_and_score_completions(inputs)
         finally:
             self._edit_inputs = None
-        self._metrics["train"]["edits/share"].append(len(self._edited_rows) / max(1, len(inputs)))
-        if self._edited_rows:
-            advantages = output["advantages"].reshape(len(inputs), -1)[:, 0]
-            edited = [float(advantages[row]) for row in self._edited_rows]
-            self._metrics["train"]["edits/advantage"].append(sum(edited) / len(edited))
+        advantages = output["advantages"].reshape(len(inputs), -1)[:, 0]
+        repaired = set(self._repaired_rows)
+        for name, rate, rows in (
+            ("edits", self.explore_edit_rate, [row for row in self._edited_rows if row not in repaired]),
+            ("repairs", self.explore_repair_rate, self._repaired_rows),
+        ):
+            if not rate:
+                continue
+            self._metrics["train"][f"{name}/share"].append(len(rows) / max(1, len(inputs)))
+            if rows:
+                values = [float(advantages[row]) for row in rows]
+                self._metrics["train"][f"{name}/advantage"].append(sum(values) / len(values))
         return output
 
     def _generate(self, prompts: list):
@@ -75,10 +93,14 @@ class EditExplorationTrainer(TurnCreditTrainer):
                 f"fleet_rl/edit_exploration/{self.args.seed}/{step}/{self._draw[1]}/"
                 f"{self.accelerator.process_index}/{row}"
             )
-            if rng.random() >= self.explore_edit_rate or values.get("agent") or not ids or ids[-1] not in eos:
+            draw = rng.random()
+            repair = draw < self.explore_repair_rate
+            if not repair and draw - self.explore_repair_rate >= self.explore_edit_rate:
+                continue
+            if values.get("agent") or not ids or ids[-1] not in eos:
                 continue
             text = tokenizer.decode(ids, skip_special_tokens=True)
-            edit = edit_answer(text, values["scenario"], rng)
+            edit = (repair_answer if repair else edit_answer)(text, values["scenario"], rng)
             if edit is None:
                 continue
             edited_ids = tokenizer.encode(edit[0], add_special_tokens=False) + [ids[-1]]
@@ -89,4 +111,6 @@ class EditExplorationTrainer(TurnCreditTrainer):
                 [{"role": "assistant", "content": edit[0]}] if isinstance(completions[row], list) else edit[0]
             )
             self._edited_rows.append(row)
+            if repair:
+                self._repaired_rows.append(row)
         return prompt_ids, completion_ids, tool_mask, completions, logprobs, extra, images, tool_images

@@ -34,13 +34,13 @@ from fleet_rl.scenario import Scenario
 from fleet_rl.training.job_spans import job_spans
 from rewards.parsing import parse_plan
 
-__all__ = ["EDITS", "edit_answer"]
+__all__ = ["EDITS", "PlacedAnswer", "compact_json", "edit_answer"]
 
 EDITS = ("tensor_parallel", "format", "add_job")
 _TRAIN_FIELDS = ("micro_batch_size", "activation_checkpointing", "sharding")
 
 
-class _Answer:
+class PlacedAnswer:
     """The answer's text and, per job it places, its span and its decoded ``{...}`` object."""
 
     def __init__(self, text: str, scenario: Scenario) -> None:
@@ -63,15 +63,16 @@ class _Answer:
         """The text with each changed job's object replaced, and ``added`` after the last job object."""
         text = self.text
         insert_at = max(end for _, end in self.spans.values())
-        pieces = {self.spans[job_id]: _compact(part) for job_id, part in changed.items()}
+        pieces = {self.spans[job_id]: compact_json(part) for job_id, part in changed.items()}
         if added is not None:
-            pieces[(insert_at, insert_at)] = "," + _compact(added)
+            pieces[(insert_at, insert_at)] = "," + compact_json(added)
         for (start, end), piece in sorted(pieces.items(), reverse=True):  # right to left keeps offsets
             text = text[:start] + piece + text[end:]
         return text
 
 
-def _compact(part: dict) -> str:
+def compact_json(part: dict) -> str:
+    """A job object as the edits write it: JSON without spaces."""
     return json.dumps(part, separators=(",", ":"))
 
 
@@ -80,7 +81,7 @@ def _replica_gpus(gpus: int, tensor_parallel: int) -> int:
     return max(tensor_parallel, gpus // tensor_parallel * tensor_parallel)
 
 
-def _edit_tensor_parallel(answer: _Answer, rng: random.Random) -> str | None:
+def _edit_tensor_parallel(answer: PlacedAnswer, rng: random.Random) -> str | None:
     job_id = rng.choice(sorted(answer.parts))
     part = answer.parts[job_id]
     sizes = tensor_parallel_sizes(answer.jobs[job_id], answer.scenario.cluster.count)
@@ -94,7 +95,7 @@ def _edit_tensor_parallel(answer: _Answer, rng: random.Random) -> str | None:
     return answer.rewritten({job_id: part | {"tensor_parallel": size, "gpus": gpus}})
 
 
-def _edit_format(answer: _Answer, rng: random.Random) -> str | None:
+def _edit_format(answer: PlacedAnswer, rng: random.Random) -> str | None:
     job_id = rng.choice(sorted(answer.parts))
     part = answer.parts[job_id]
     precision = part.get("precision")
@@ -114,7 +115,7 @@ def _edit_format(answer: _Answer, rng: random.Random) -> str | None:
     return answer.rewritten({job_id: part | {"precision": precision | {"attention": fmt, "mlp": fmt}}})
 
 
-def _edit_add_job(answer: _Answer, rng: random.Random) -> str | None:
+def _edit_add_job(answer: PlacedAnswer, rng: random.Random) -> str | None:
     missing = [job_id for job_id in answer.jobs if job_id not in answer.spans]
     if not missing or not answer.parts:
         return None
@@ -156,7 +157,7 @@ def edit_answer(text: str, scenario: Scenario | str, rng: random.Random) -> tupl
     before = parse_plan(text).plan
     if before is None:
         return None
-    answer = _Answer(text, scenario)
+    answer = PlacedAnswer(text, scenario)
     if not answer.parts:
         return None
     for name in rng.sample(EDITS, len(EDITS)):

@@ -26,11 +26,11 @@ class _Characters:
         return [ord(c) for c in text]
 
 
-def _bare_trainer(rate: float, seed: int = 0, step: int = 4) -> EditExplorationTrainer:
+def _bare_trainer(rate: float, seed: int = 0, step: int = 4, repair: float = 0.0) -> EditExplorationTrainer:
     """An EditExplorationTrainer without a model (its parents' generation and scoring are patched)."""
     trainer = object.__new__(EditExplorationTrainer)
-    trainer.explore_edit_rate, trainer.turn_credit = rate, False
-    trainer._edit_inputs, trainer._edited_rows, trainer._draw = None, [], (-1, 0)
+    trainer.explore_edit_rate, trainer.explore_repair_rate, trainer.turn_credit = rate, repair, False
+    trainer._edit_inputs, trainer._edited_rows, trainer._repaired_rows, trainer._draw = None, [], [], (-1, 0)
     trainer.model = SimpleNamespace(training=True)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
     trainer.processing_class = _Characters()
@@ -117,3 +117,31 @@ def test_an_edit_over_the_length_budget_is_dropped(parents):
     output = trainer._generate_and_score_completions(_inputs())
     for row in trainer._edited_rows:
         assert len(output["ids"][row]) <= len(SAMPLED[0])
+
+
+def test_a_repaired_share_gets_a_fits_setting_and_its_own_metrics(parents):
+    trainer = _bare_trainer(0.0, repair=0.5)
+    output = trainer._generate_and_score_completions(_inputs())
+    repaired = trainer._repaired_rows
+    assert 0 < len(repaired) < ROWS - 2 and max(repaired) < ROWS - 2 and trainer._edited_rows == repaired
+    for row in repaired:
+        (chat,) = parse_plan(output["completions"][row][0]["content"]).plan.jobs
+        assert (chat.tensor_parallel, chat.precision.attention) in {(2, "bf16"), (1, "fp8"), (1, "int4")}
+    metrics = trainer._metrics["train"]
+    assert metrics["repairs/share"] == [len(repaired) / ROWS] and metrics["repairs/advantage"] == [1.0]
+    assert "edits/share" not in metrics  # edits are off
+
+
+def test_repairs_and_edits_share_one_draw_per_row(parents):
+    both = _bare_trainer(0.45, repair=0.45)
+    both._generate_and_score_completions(_inputs())
+    repaired = set(both._repaired_rows)
+    edited = set(both._edited_rows) - repaired
+    assert repaired and edited and len(both._edited_rows) == len(set(both._edited_rows))
+    metrics = both._metrics["train"]
+    assert metrics["edits/share"] == [len(edited) / ROWS] and metrics["repairs/share"] == [
+        len(repaired) / ROWS
+    ]
+    edits_only = _bare_trainer(0.45)  # repairs off: each row's draw is the one it had before repairs existed
+    edits_only._generate_and_score_completions(_inputs())
+    assert edits_only._repaired_rows == [] and edits_only._edited_rows

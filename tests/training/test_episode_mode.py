@@ -59,9 +59,18 @@ def _args(**overrides) -> FleetScriptArguments:
             "sample_every_job_train_opening trains the openings sample_every_job writes",
         ),
         ({"explore_edit_rate": 1.0}, "explore_edit_rate must be in \\[0, 1\\) \\(0: off; a share"),
+        ({"explore_repair_rate": -0.1}, "explore_repair_rate must be in \\[0, 1\\) \\(0: off; a share"),
+        (
+            {"explore_edit_rate": 0.5, "explore_repair_rate": 0.75},
+            "explore_edit_rate \\+ explore_repair_rate is a share of the answers, at most 1: got 0.5 \\+ 0.7",
+        ),
+        (
+            {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_repair_rate": 0.5},
+            "explore_repair_rate changes one whole plan per answer: set episode_mode 'single'",
+        ),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_edit_rate": 0.25},
-            "explore_edit_rate edits one whole plan per answer: set episode_mode 'single'",
+            "explore_edit_rate changes one whole plan per answer: set episode_mode 'single'",
         ),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "sample_every_job": True},
@@ -126,6 +135,9 @@ def test_explore_edits_refuse_vllm_whose_sampling_log_probabilities_they_would_b
     with pytest.raises(ValueError, match="explore_edit_rate rewrites sampled tokens"):
         check_episode_mode(_args(explore_edit_rate=0.25), training_args)
     check_episode_mode(_args(explore_edit_rate=0.25), SimpleNamespace(use_vllm=False))
+    with pytest.raises(ValueError, match="explore_repair_rate rewrites sampled tokens"):
+        check_episode_mode(_args(explore_repair_rate=0.5), training_args)
+    check_episode_mode(_args(explore_edit_rate=0.5, explore_repair_rate=0.5), SimpleNamespace(use_vllm=False))
 
 
 def test_every_job_sampling_refuses_vllm_which_runs_no_logits_processor_of_ours():

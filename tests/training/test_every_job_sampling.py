@@ -191,6 +191,7 @@ def _bare_trainer(
     through whatever ``generate`` the unwrapped model has at that moment."""
     trainer = object.__new__(EveryJobSamplingTrainer)
     trainer.sample_every_job, trainer.explore_edit_rate, trainer.turn_credit = sample_every_job, 0.0, False
+    trainer.explore_repair_rate = 0.0
     trainer.sample_every_job_share, trainer.num_generations = share, group_size
     trainer.sample_every_job_train_opening = train_opening
     trainer._every_job_rows, trainer._every_job_written, trainer._stop_ids = None, None, None

@@ -128,6 +128,7 @@ def _bare_trainer(
     """A JobCreditTrainer without a model, on a character-level tokenizer (its parent's step is patched)."""
     trainer = object.__new__(JobCreditTrainer)
     trainer.job_credit, trainer.turn_credit, trainer.explore_edit_rate = job_credit, False, 0.0
+    trainer.explore_repair_rate = 0.0
     trainer.omitted_job_credit, trainer.extra_job_credit = omitted_job_credit, extra_job_credit
     trainer.sample_every_job = False
     trainer.num_generations = trainer.num_generations_eval = 4

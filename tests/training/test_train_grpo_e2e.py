@@ -183,19 +183,20 @@ def test_per_job_credit_trains_through_trls_loss(tmp_path):
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
 
 
-def test_explore_edits_run_inside_trls_generation_with_per_job_credit(tmp_path):
-    """``explore_edit_rate``: the edit hook runs on TRL's own generation output (its tuple, its token lists)
-    and logs the share it edited, beside per-job credit. The tiny model's answers seldom parse, so few are
-    edited here; the edits themselves are tested in tests/training/test_plan_edits.py and
-    test_edit_exploration.py."""
+def test_explore_edits_and_repairs_run_inside_trls_generation_with_per_job_credit(tmp_path):
+    """``explore_edit_rate`` and ``explore_repair_rate``: the hook runs on TRL's own generation output (its
+    tuple, its token lists) and logs the shares it edited and repaired, beside per-job credit. The tiny
+    model's answers seldom parse, so few are changed here; the edits and repairs themselves are tested in
+    tests/training/test_plan_edits.py, test_plan_repairs.py and test_edit_exploration.py."""
     run_train(
-        tmp_path, "--max_steps", "2", "--explore_edit_rate", "0.5", "--job_credit", "0.5",
-        "--eval_scenarios", "0", "--report_to", "none",
+        tmp_path, "--max_steps", "2", "--explore_edit_rate", "0.25", "--explore_repair_rate", "0.25",
+        "--job_credit", "0.5", "--eval_scenarios", "0", "--report_to", "none",
     )  # fmt: skip
     state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
-    shares = [entry["edits/share"] for entry in state["log_history"] if "edits/share" in entry]
-    assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares)
+    for name in ("edits/share", "repairs/share"):
+        shares = [entry[name] for entry in state["log_history"] if name in entry]
+        assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares), name
 
 
 def test_every_job_sampling_runs_inside_trls_generation(tmp_path):

@@ -1,0 +1,98 @@
+"""A repair of an answer's failing jobs, read from the kernel's verdict and the prompt's ``Fits`` line.
+
+On the ``sized`` prompt, with per-job and list-end credit, the SmolLM2 policy writes answers that parse,
+name every job and invent none, and still crash: its jobs keep the template's sizing (16-bit everywhere,
+tensor parallelism 1, the later jobs on one GPU each), and out of memory stays at ~0.5 of the held-out
+answers (issue #43). Random edits (``fleet_rl/training/plan_edits.py``) seldom hit the job that failed with
+a setting that holds it. ``repair_answer`` makes the local step a reviser makes: for each job the kernel's
+verdict on the answer marks out of memory, unsupported, unstable or invalid, it writes one of the job's
+``Fits`` entries (the prompt's own line, ``fleet_rl.replica_fit``: a format and the smallest tensor
+parallelism that holds one replica of it, training jobs at micro-batch 1 with activation checkpointing),
+drawn at random among the formats that fit. The job keeps as many whole replicas of its GPUs as it had (at
+least one); GPUs it needs beyond the cluster's free ones come from the jobs that ran, largest first, each
+keeping a replica; a repair that still does not fit tries the job's next format, and a job none fits is
+left as it was.
+
+Nothing is read from the optimum or from the kernel's throughput: the verdict names which jobs failed, the
+``Fits`` line (what the prompt states) says what holds them, and the kernel's reward alone says whether the
+repaired plan is better. Only the repaired jobs' (and donors') ``{...}`` are rewritten, as compact JSON; the
+rest of the text stays as sampled. ``None`` when the answer has no plan or no failing job it places, or no
+repair applies.
+"""
+
+from __future__ import annotations
+
+import random
+
+from fleet_rl.kernel import evaluate
+from fleet_rl.replica_fit import fit_part, replica_fits
+from fleet_rl.scenario import Scenario
+from fleet_rl.solved_scenarios import solved_scenario
+from fleet_rl.training.plan_edits import PlacedAnswer
+from rewards.parsing import parse_plan
+
+__all__ = ["REPAIRED_STATUSES", "repair_answer"]
+
+REPAIRED_STATUSES = ("oom", "unsupported", "unstable", "invalid")
+
+
+def _take_gpus(parts: dict[str, dict], donors: list[str], needed: int) -> dict[str, dict] | None:
+    """``needed`` GPUs taken from ``donors`` (most GPUs first), each rounded down to whole replicas and
+    keeping one: the donors' new parts, or ``None`` when they cannot give that many."""
+    taken: dict[str, dict] = {}
+    for donor_id in sorted(donors, key=lambda job_id: (-parts[job_id]["gpus"], job_id)):
+        if needed <= 0:
+            break
+        donor = parts[donor_id]
+        size = donor.get("tensor_parallel", 1) if isinstance(donor.get("tensor_parallel"), int) else 1
+        size = max(1, size)
+        kept = max(size, (donor["gpus"] - needed) // size * size)
+        if kept < donor["gpus"]:
+            needed -= donor["gpus"] - kept
+            taken[donor_id] = donor | {"gpus": kept}
+    return taken if needed <= 0 else None
+
+
+def repair_answer(text: str, scenario: Scenario | str, rng: random.Random) -> tuple[str, str] | None:
+    """``(repaired text, "repair")`` (module docstring), or ``None``. The repaired text always parses to a
+    plan."""
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.from_json(scenario)
+    plan = parse_plan(text).plan
+    if plan is None:
+        return None
+    answer = PlacedAnswer(text, scenario)
+    if not answer.parts:
+        return None
+    solved = solved_scenario(scenario)
+    statuses = {job.id: job.status for job in evaluate(solved, plan).jobs}
+    failing = [
+        job_id
+        for job_id in answer.jobs
+        if job_id in answer.parts and statuses.get(job_id) in REPAIRED_STATUSES
+    ]
+    if not failing:
+        return None
+    fits = replica_fits(solved)
+    parts = dict(answer.parts)
+    changed: dict[str, dict] = {}
+    for job_id in failing:
+        options = [fit for fit in fits[job_id] if fit.tensor_parallel is not None]
+        rng.shuffle(options)
+        for fit in options:
+            size = fit.tensor_parallel
+            repaired = parts[job_id] | fit_part(answer.jobs[job_id], fit, scenario.gpu)
+            repaired["gpus"] = max(size, parts[job_id]["gpus"] // size * size)
+            short = sum(part["gpus"] for part in parts.values()) - parts[job_id]["gpus"] + repaired["gpus"]
+            short -= scenario.cluster.count
+            donors = [other for other in parts if other not in failing]
+            taken = _take_gpus(parts, donors, short) if short > 0 else {}
+            if taken is None:
+                continue
+            for other, part in [*taken.items(), (job_id, repaired)]:
+                parts[other] = changed[other] = part
+            break
+    if not changed:
+        return None
+    repaired_text = answer.rewritten(changed)
+    return (repaired_text, "repair") if parse_plan(repaired_text).plan is not None else None

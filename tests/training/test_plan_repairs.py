@@ -1,0 +1,107 @@
+"""fleet_rl.training.plan_repairs: the jobs the kernel's verdict marks failing take a Fits setting."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleet_rl import make_scenario
+from fleet_rl.baselines import random_split
+from fleet_rl.kernel import evaluate
+from fleet_rl.replica_fit import replica_fits
+from fleet_rl.scenario import Scenario
+from fleet_rl.training.plan_repairs import REPAIRED_STATUSES, repair_answer
+from rewards.parsing import parse_plan
+from tests.training.two_jobs import BF16, SCENARIO, TEMPLATE_PLAN
+
+TEMPLATE = f"Here is the plan.\n```json\n{TEMPLATE_PLAN}\n```"
+SEVEN_GPUS = Scenario.from_dict(json.loads(SCENARIO.to_json()) | {"cluster": {"gpu": "h100-sxm", "count": 7}})
+FITS = {(fit.tensor_parallel, fit.fmt) for fit in replica_fits(SCENARIO)["chat"]}  # chat: 70B serve
+
+
+def _plan_text(*parts: dict) -> str:
+    return "```json\n" + json.dumps({"jobs": list(parts)}, separators=(",", ":")) + "\n```"
+
+
+def _statuses(text: str, scenario: Scenario = SCENARIO) -> dict[str, str]:
+    plan = parse_plan(text).plan
+    assert plan is not None
+    return {job.id: job.status for job in evaluate(scenario, plan).jobs}
+
+
+def test_the_failing_job_takes_one_of_its_fits_settings_and_then_runs():
+    assert _statuses(TEMPLATE)["chat"] == "oom"  # the template: a 70B model on one GPU per replica
+    seen = set()
+    for seed in range(20):
+        text, name = repair_answer(TEMPLATE, SCENARIO, random.Random(seed))
+        assert (
+            name == "repair" and text.startswith("Here is the plan.\n```json\n") and text.endswith("]}\n```")
+        )
+        (chat,) = parse_plan(text).plan.jobs
+        seen.add((chat.tensor_parallel, chat.precision.attention))
+        assert chat.gpus == 8 and chat.gpus % chat.tensor_parallel == 0  # whole replicas of its 8 GPUs
+        assert _statuses(text)["chat"] == "ok"
+    assert seen == FITS  # every format that fits is drawn, nothing else
+
+
+def test_gpus_for_a_larger_replica_come_from_the_job_that_ran_in_whole_replicas():
+    tune = {"id": "tune", "gpus": 6, "tensor_parallel": 2, "precision": BF16, "micro_batch_size": 1,
+            "activation_checkpointing": True}  # fmt: skip
+    chat = {"id": "chat", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}
+    text = _plan_text(chat, tune)  # on seven GPUs: none free
+    assert _statuses(text, SEVEN_GPUS) == {"chat": "oom", "tune": "ok"}
+    sizes = set()
+    for seed in range(20):
+        repaired, _ = repair_answer(text, SEVEN_GPUS, random.Random(seed))
+        jobs = {job.id: job for job in parse_plan(repaired).plan.jobs}
+        assert jobs["chat"].gpus == jobs["chat"].tensor_parallel  # one replica, at the size that holds it
+        sizes.add(jobs["chat"].tensor_parallel)
+        # tp 2 needs one more GPU: tune gives a whole replica (2 GPUs); tp 1 takes nothing
+        assert jobs["tune"].gpus == (4 if jobs["chat"].tensor_parallel == 2 else 6)
+        assert jobs["tune"].tensor_parallel == 2
+        assert _statuses(repaired, SEVEN_GPUS) == {"chat": "ok", "tune": "ok"}
+    assert sizes == {1, 2}
+
+
+def test_nothing_to_repair_gives_none():
+    chat = {"id": "chat", "gpus": 8, "tensor_parallel": 2, "precision": BF16, "kv_cache": "bf16"}
+    assert _statuses(_plan_text(chat))["chat"] == "ok"
+    for text in (_plan_text(chat), "no plan here", '```json\n{"jobs": []}\n```'):
+        assert repair_answer(text, SCENARIO, random.Random(0)) is None
+
+
+def test_a_format_the_gpus_cannot_hold_is_skipped_for_one_that_fits():
+    tune = {"id": "tune", "gpus": 7, "tensor_parallel": 1, "precision": BF16, "micro_batch_size": 1,
+            "activation_checkpointing": True}  # fmt: skip
+    chat = {"id": "chat", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}
+    text = _plan_text(chat, tune)  # every GPU taken, and both jobs fail: no job that ran can give one
+    assert _statuses(text) == {"chat": "oom", "tune": "oom"}
+    formats = set()
+    for seed in range(20):
+        repaired, _ = repair_answer(text, SCENARIO, random.Random(seed))
+        jobs = {job.id: job for job in parse_plan(repaired).plan.jobs}
+        assert jobs["chat"].gpus == jobs["chat"].tensor_parallel == 1  # bf16 at tp 2 finds no second GPU
+        formats.add(jobs["chat"].precision.attention)
+        assert jobs["tune"].gpus % jobs["tune"].tensor_parallel == 0 and jobs["tune"].gpus <= 7
+        assert _statuses(repaired) == {"chat": "ok", "tune": "ok"}
+    assert formats == {"fp8", "int4"}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), tier=st.sampled_from(["easy", "medium", "hard"]))
+def test_a_repair_of_a_random_plan_parses_fits_the_cluster_and_repairs_only_failing_jobs(seed, tier):
+    scenario = make_scenario(tier, seed=seed)
+    text = "```json\n" + json.dumps(random_split(scenario, seed)) + "\n```"
+    repaired = repair_answer(text, scenario, random.Random(seed))
+    if repaired is None:
+        return
+    before = {job.id: job for job in parse_plan(text).plan.jobs}
+    after = {job.id: job for job in parse_plan(repaired[0]).plan.jobs}
+    assert sum(job.gpus for job in after.values()) <= scenario.cluster.count
+    statuses = {job.id: job.status for job in evaluate(scenario, parse_plan(text).plan).jobs}
+    for job_id, job in after.items():
+        if job.tensor_parallel != before[job_id].tensor_parallel or job.precision != before[job_id].precision:
+            assert statuses[job_id] in REPAIRED_STATUSES  # only a failing job takes another setting
