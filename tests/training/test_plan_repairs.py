@@ -19,6 +19,7 @@ from tests.training.two_jobs import BF16, SCENARIO, TEMPLATE_PLAN
 
 TEMPLATE = f"Here is the plan.\n```json\n{TEMPLATE_PLAN}\n```"
 SEVEN_GPUS = Scenario.from_dict(json.loads(SCENARIO.to_json()) | {"cluster": {"gpu": "h100-sxm", "count": 7}})
+THREE_GPUS = Scenario.from_dict(json.loads(SCENARIO.to_json()) | {"cluster": {"gpu": "h100-sxm", "count": 3}})
 FITS = {(fit.tensor_parallel, fit.fmt) for fit in replica_fits(SCENARIO)["chat"]}  # chat: 70B serve
 
 
@@ -73,21 +74,52 @@ def test_nothing_to_repair_gives_none():
         assert repair_answer(text, SCENARIO, random.Random(0)) is None
 
 
-def test_a_format_the_gpus_cannot_hold_is_skipped_for_one_that_fits():
+def test_a_failing_job_gives_gpus_to_another_and_is_repaired_on_what_is_left():
     tune = {"id": "tune", "gpus": 7, "tensor_parallel": 1, "precision": BF16, "micro_batch_size": 1,
             "activation_checkpointing": True}  # fmt: skip
     chat = {"id": "chat", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}
-    text = _plan_text(chat, tune)  # every GPU taken, and both jobs fail: no job that ran can give one
+    text = _plan_text(chat, tune)  # every GPU taken, and both jobs fail
     assert _statuses(text) == {"chat": "oom", "tune": "oom"}
+    settings_seen = set()
+    for seed in range(30):
+        repaired, _ = repair_answer(text, SCENARIO, random.Random(seed))
+        jobs = {job.id: job for job in parse_plan(repaired).plan.jobs}
+        assert jobs["chat"].gpus == jobs["chat"].tensor_parallel  # one replica: its one GPU, or tune's
+        settings_seen.add((jobs["chat"].tensor_parallel, jobs["chat"].precision.attention))
+        assert jobs["tune"].gpus % jobs["tune"].tensor_parallel == 0
+        assert jobs["chat"].gpus + jobs["tune"].gpus <= 8
+        assert _statuses(repaired) == {"chat": "ok", "tune": "ok"}
+    assert settings_seen == FITS  # bf16 at tp 2 took its second GPU from tune
+
+
+def test_a_format_no_gpus_can_hold_is_skipped_for_one_that_fits():
+    tune = {"id": "tune", "gpus": 2, "tensor_parallel": 2, "precision": BF16, "micro_batch_size": 1,
+            "activation_checkpointing": True}  # fmt: skip
+    chat = {"id": "chat", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}
+    text = _plan_text(chat, tune)  # on three GPUs: none free, and tune holds one replica only
+    assert _statuses(text, THREE_GPUS) == {"chat": "oom", "tune": "ok"}
     formats = set()
+    for seed in range(20):
+        repaired, _ = repair_answer(text, THREE_GPUS, random.Random(seed))
+        jobs = {job.id: job for job in parse_plan(repaired).plan.jobs}
+        assert jobs["tune"].gpus == 2 and jobs["chat"].gpus == 1  # bf16 at tp 2 finds no second GPU
+        formats.add(jobs["chat"].precision.attention)
+        assert _statuses(repaired, THREE_GPUS) == {"chat": "ok", "tune": "ok"}
+    assert formats == {"fp8", "int4"}
+
+
+def test_an_answer_over_the_clusters_gpus_is_repaired_into_it():
+    tune = {"id": "tune", "gpus": 7, "tensor_parallel": 1, "precision": BF16, "micro_batch_size": 1,
+            "activation_checkpointing": True}  # fmt: skip
+    chat = {"id": "chat", "gpus": 8, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}
+    text = _plan_text(chat, tune)  # 15 GPUs asked of 8: every job fails
+    assert set(_statuses(text).values()) <= set(REPAIRED_STATUSES)
     for seed in range(20):
         repaired, _ = repair_answer(text, SCENARIO, random.Random(seed))
         jobs = {job.id: job for job in parse_plan(repaired).plan.jobs}
-        assert jobs["chat"].gpus == jobs["chat"].tensor_parallel == 1  # bf16 at tp 2 finds no second GPU
-        formats.add(jobs["chat"].precision.attention)
-        assert jobs["tune"].gpus % jobs["tune"].tensor_parallel == 0 and jobs["tune"].gpus <= 7
+        assert sum(job.gpus for job in jobs.values()) <= 8
+        assert all(job.gpus % job.tensor_parallel == 0 for job in jobs.values())
         assert _statuses(repaired) == {"chat": "ok", "tune": "ok"}
-    assert formats == {"fp8", "int4"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
