@@ -29,6 +29,7 @@ import json
 import random
 
 from fleet_rl.catalog import PRECISIONS, WEIGHT_ONLY_PRECISIONS
+from fleet_rl.plan_schema import Plan
 from fleet_rl.replica_fit import tensor_parallel_sizes
 from fleet_rl.scenario import Scenario
 from fleet_rl.training.job_spans import job_spans
@@ -55,6 +56,17 @@ class PlacedAnswer:
                 continue
             if isinstance(part, dict) and isinstance(part.get("gpus"), int) and part["gpus"] > 0:
                 self.parts[job_id] = part
+
+    @classmethod
+    def read(cls, text: str, scenario: Scenario | str) -> tuple[PlacedAnswer, Scenario, Plan] | None:
+        """The answer, its scenario and its plan; ``None`` when no plan parses or it places no job."""
+        if not isinstance(scenario, Scenario):
+            scenario = Scenario.from_json(scenario)
+        plan = parse_plan(text).plan
+        if plan is None:
+            return None
+        answer = cls(text, scenario)
+        return (answer, scenario, plan) if answer.parts else None
 
     def gpus_in_use(self) -> int:
         return sum(part["gpus"] for part in self.parts.values())
@@ -152,14 +164,10 @@ _EDITORS = {"tensor_parallel": _edit_tensor_parallel, "format": _edit_format, "a
 def edit_answer(text: str, scenario: Scenario | str, rng: random.Random) -> tuple[str, str] | None:
     """``(edited text, edit name)``: one edit of ``EDITS``, tried in a random order until one applies
     (module docstring); ``None`` when none does. The edited text always parses to a plan."""
-    if not isinstance(scenario, Scenario):
-        scenario = Scenario.from_json(scenario)
-    before = parse_plan(text).plan
-    if before is None:
+    read = PlacedAnswer.read(text, scenario)
+    if read is None:
         return None
-    answer = PlacedAnswer(text, scenario)
-    if not answer.parts:
-        return None
+    answer = read[0]
     for name in rng.sample(EDITS, len(EDITS)):
         edited = _EDITORS[name](answer, rng)
         if edited is not None and parse_plan(edited).plan is not None:

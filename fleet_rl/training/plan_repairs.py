@@ -70,14 +70,10 @@ def _candidates(options: list, gpus: int):
 def repair_answer(text: str, scenario: Scenario | str, rng: random.Random) -> tuple[str, str] | None:
     """``(repaired text, "repair")`` (module docstring), or ``None``. The repaired text always parses to a
     plan."""
-    if not isinstance(scenario, Scenario):
-        scenario = Scenario.from_json(scenario)
-    plan = parse_plan(text).plan
-    if plan is None:
+    read = PlacedAnswer.read(text, scenario)
+    if read is None:
         return None
-    answer = PlacedAnswer(text, scenario)
-    if not answer.parts:
-        return None
+    answer, scenario, plan = read
     solved = solved_scenario(scenario)
     statuses = {job.id: job.status for job in evaluate(solved, plan).jobs}
     failing = [
