@@ -83,6 +83,7 @@ from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.complete_checkpoints import checkpoint_problem, newest_complete_checkpoint  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
+from fleet_rl.training.expert_iteration import ExpertIterationTrainer  # noqa: E402
 from fleet_rl.training.finished_run import finished_checkpoint, restore_finished  # noqa: E402
 from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer  # noqa: E402
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
@@ -229,8 +230,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
     plan of a revision episode, with ``job_credit`` each job of a whole plan, with ``explore_edit_rate``
     editing that share of the answers at random and ``explore_repair_rate`` repairing that share's failing
     jobs, with ``sample_every_job`` sampling answers that name every job) unless the run asks for fresh
-    prompts on flat steps (``resample_flat_groups``, DAPO) or for self-imitation (``self_imitation_coef``),
-    whose trainers extend it."""
+    prompts on flat steps (``resample_flat_groups``, DAPO), for self-imitation (``self_imitation_coef``) or
+    for expert iteration between GRPO rounds (``expert_iteration_every``), whose trainers extend it."""
     # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
     extensions: dict = {"share_prompt": script_args.share_prompt and script_args.backend != "unsloth"}
     if script_args.turn_credit:  # each plan of a revision episode its own advantage
@@ -263,6 +264,14 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
                 "self_imitation_batch_size",
             )
         }
+    if script_args.expert_iteration_every > 0:
+        extensions |= {
+            name: getattr(script_args, name)
+            for name in vars(script_args)
+            if name.startswith("expert_iteration_")
+        }
+        return ExpertIterationTrainer, extensions
+    if script_args.self_imitation_coef > 0:
         return SelfImitationTrainer, extensions
     if "resample_flat_groups" in extensions:
         return FlatGroupResamplingTrainer, extensions

@@ -281,6 +281,40 @@ class FleetScriptArguments:
         default=2,
         metadata={"help": "Self-imitation: stored answers replayed per optimizer step."},
     )
+    expert_iteration_every: int = field(
+        default=0,
+        metadata={
+            "help": "Expert iteration (fleet_rl/training/expert_iteration.py): every this many GRPO steps "
+            "(not after the last), sample answers to training prompts, repair them from the kernel's "
+            "verdict, keep each prompt's best and train on them with a short SFT pass; 0: off. One process."
+        },
+    )
+    expert_iteration_prompts: int = field(
+        default=32, metadata={"help": "Expert iteration: training prompts drawn per round."}
+    )
+    expert_iteration_samples: int = field(
+        default=2,
+        metadata={"help": "Expert iteration: answers sampled per prompt, at the run's temperature."},
+    )
+    expert_iteration_repairs: int = field(
+        default=2, metadata={"help": "Expert iteration: repairs drawn per sampled answer with a failing job."}
+    )
+    expert_iteration_min_reward: float = field(
+        default=0.3,
+        metadata={
+            "help": "Expert iteration: the least reward a prompt's best answer needs to be trained on (0.3: "
+            "fleet_reward's level for a plan under which every job runs)."
+        },
+    )
+    expert_iteration_epochs: int = field(
+        default=1, metadata={"help": "Expert iteration: SFT passes over a round's kept answers."}
+    )
+    expert_iteration_batch_size: int = field(
+        default=4, metadata={"help": "Expert iteration: kept answers per SFT step."}
+    )
+    expert_iteration_learning_rate: float = field(
+        default=1.0e-4, metadata={"help": "Expert iteration: the SFT pass's AdamW learning rate."}
+    )
     max_seq_length: int = field(
         default=4096,
         metadata={"help": "Unsloth: maximum prompt + completion length the model is loaded for."},

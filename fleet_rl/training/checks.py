@@ -127,6 +127,7 @@ def check_options(
         raise ValueError("the SFT warm start is for the transformers backend; set sft_steps 0 with unsloth")
     check_episode_mode(script_args, training_args)
     check_self_imitation(script_args)
+    check_expert_iteration(script_args, training_args)
     if script_args.floors_off_prompts < 0:
         raise ValueError(f"floors_off_prompts must be >= 0, got {script_args.floors_off_prompts}")
     curriculum = script_args.curriculum or script_args.floors_off_prompts > 0
@@ -142,6 +143,41 @@ def check_self_imitation(script_args: FleetScriptArguments) -> None:
     for name in ("self_imitation_buffer_size", "self_imitation_batch_size"):
         if getattr(script_args, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(script_args, name)}")
+
+
+def check_expert_iteration(script_args: FleetScriptArguments, training_args) -> None:
+    """Expert iteration (fleet_rl/training/expert_iteration.py) samples and trains whole single answers, in
+    one process; its counts are positive and its learning rate too."""
+    if script_args.expert_iteration_every < 0:
+        raise ValueError(
+            f"expert_iteration_every must be >= 0 (0: off), got {script_args.expert_iteration_every}"
+        )
+    if not script_args.expert_iteration_every:
+        return
+    for name in (
+        "expert_iteration_prompts",
+        "expert_iteration_samples",
+        "expert_iteration_epochs",
+        "expert_iteration_batch_size",
+    ):
+        if getattr(script_args, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(script_args, name)}")
+    if script_args.expert_iteration_repairs < 0:
+        raise ValueError(f"expert_iteration_repairs must be >= 0, got {script_args.expert_iteration_repairs}")
+    if script_args.expert_iteration_learning_rate <= 0:
+        raise ValueError(
+            f"expert_iteration_learning_rate must be > 0, got {script_args.expert_iteration_learning_rate}"
+        )
+    if script_args.episode_mode != "single":
+        raise ValueError(
+            "expert iteration samples and trains one whole plan per answer: set episode_mode 'single' "
+            f"(got {script_args.episode_mode!r})"
+        )
+    if getattr(training_args, "world_size", 1) > 1:
+        raise ValueError(
+            "expert iteration runs in one process (its SFT pass steps the model directly): launch without "
+            "accelerate's processes, or set expert_iteration_every 0"
+        )
 
 
 EPISODE_MODES = ("single", "refine", "revise")

@@ -25,12 +25,19 @@ from fleet_rl.training.setting_variety import distinct_settings_per_kind
 from rewards import fleet_reward, score_completions
 from rewards.scoring import CRASHES
 
-__all__ = ["EVAL_DATASET_SEED", "evaluate_baseline", "evaluate_policy", "summarise"]
+__all__ = [
+    "EVAL_DATASET_SEED",
+    "evaluate_baseline",
+    "evaluate_policy",
+    "generate_ids",
+    "prompt_ids",
+    "summarise",
+]
 
 EVAL_DATASET_SEED = 7  # eval scenarios are drawn from their own split; this fixes which ones
 
 
-def _prompt_ids(tokenizer, prompts: Sequence[list[dict]]) -> list[list[int]]:
+def prompt_ids(tokenizer, prompts: Sequence[list[dict]]) -> list[list[int]]:
     """Each conversational prompt as the token ids generation starts from (chat template, answer header)."""
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     return [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
@@ -38,17 +45,21 @@ def _prompt_ids(tokenizer, prompts: Sequence[list[dict]]) -> list[list[int]]:
 
 def _generate(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int, batch_size: int) -> list[str]:
     """Greedy answers to conversational prompts, in batches."""
-    continuations = _generate_ids(
-        model, tokenizer, _prompt_ids(tokenizer, prompts), max_new_tokens, batch_size
-    )
+    continuations = generate_ids(model, tokenizer, prompt_ids(tokenizer, prompts), max_new_tokens, batch_size)
     return tokenizer.batch_decode(continuations, skip_special_tokens=True)
 
 
-def _generate_ids(
-    model, tokenizer, id_prompts: list[list[int]], max_new_tokens: int, batch_size: int
+def generate_ids(
+    model,
+    tokenizer,
+    id_prompts: list[list[int]],
+    max_new_tokens: int,
+    batch_size: int,
+    temperature: float = 0.0,
 ) -> list[list[int]]:
-    """Greedy continuations of token-id prompts (left-padded in batches), each cut after its first end
-    token (kept), as TRL cuts its completions: what ``fleet_rl.revision.run_revisions`` appends."""
+    """Continuations of token-id prompts (left-padded in batches), each cut after its first end token
+    (kept), as TRL cuts its completions: what ``fleet_rl.revision.run_revisions`` appends. Greedy with
+    ``temperature`` 0; sampled at that temperature (torch's RNG, top-p 1) otherwise."""
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
     continuations: list[list[int]] = []
@@ -65,7 +76,8 @@ def _generate_ids(
                     input_ids=input_ids.to(model.device),
                     attention_mask=attention_mask.to(model.device),
                     max_new_tokens=max_new_tokens,
-                    do_sample=False,
+                    do_sample=temperature > 0,
+                    **({"temperature": temperature, "top_p": 1.0, "top_k": 0} if temperature > 0 else {}),
                     pad_token_id=pad,
                     eos_token_id=eos,
                 )
@@ -84,9 +96,9 @@ def _revised_answers(
     from fleet_rl.training.revision_rollout import episode_request
 
     episodes = run_revisions(
-        _prompt_ids(tokenizer, [row["prompt"] for row in rows]),
+        prompt_ids(tokenizer, [row["prompt"] for row in rows]),
         [episode_request(row) for row in rows],
-        lambda contexts, turn: _generate_ids(model, tokenizer, contexts, max_new_tokens, batch_size),
+        lambda contexts, turn: generate_ids(model, tokenizer, contexts, max_new_tokens, batch_size),
         tokenizer,
         max_turns=max_turns,
         eos_token_ids=[tokenizer.eos_token_id],

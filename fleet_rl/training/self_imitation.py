@@ -215,7 +215,10 @@ class SelfImitationTrainer(FlatGroupResamplingTrainer):
         """Mean negative log-likelihood per loss-carrying token of a draw of stored answers, under ``model``
         (the same temperature-scaled log-probabilities as GRPO's loss)."""
         rng = random.Random(f"{self.args.seed}-{self.state.global_step}-{self.accelerator.process_index}")
-        answers = self.imitation_buffer.draw(self.self_imitation_batch_size, rng)
+        return self._answers_nll(model, self.imitation_buffer.draw(self.self_imitation_batch_size, rng))
+
+    def _answers_nll(self, model, answers: list[StoredAnswer]) -> torch.Tensor:
+        """Mean negative log-likelihood per loss-carrying token of ``answers`` under ``model``, one batch."""
         device = self.accelerator.device
         prompt_width = max(len(a.prompt_ids) for a in answers)
         completion_width = max(len(a.completion_ids) for a in answers)

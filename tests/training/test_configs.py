@@ -255,6 +255,33 @@ def test_self_imitation_options(no_model_loading, capsys, flags, expected):
     assert expected in main_error(capsys, flags)
 
 
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--expert_iteration_every", "-1"], "expert_iteration_every must be >= 0 (0: off), got -1"),
+        (
+            ["--expert_iteration_every", "5", "--expert_iteration_samples", "0"],
+            "expert_iteration_samples must be >= 1, got 0",
+        ),
+        (
+            [
+                "--expert_iteration_every",
+                "5",
+                "--episode_mode",
+                "revise",
+                "--reward_funcs",
+                "revision_reward",
+                "--reward_weights",
+                "1.0",
+            ],
+            "expert iteration samples and trains one whole plan per answer: set episode_mode 'single'",
+        ),
+    ],
+)
+def test_expert_iteration_options(no_model_loading, capsys, flags, expected):
+    assert expected in main_error(capsys, flags)
+
+
 def test_the_trainer_class_follows_the_options():
     from fleet_rl.training.arguments import FleetScriptArguments
     from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer

@@ -273,3 +273,20 @@ def test_self_imitation_trains_and_checkpoints_its_buffer(tmp_path):
     assert len(logged) == 2
     saved = json.loads((checkpoint / "self_imitation_buffer.json").read_text())
     assert len(saved["answers"]) == logged[-1]["self_imitation/buffer_size"]
+
+
+def test_expert_iteration_runs_a_round_between_steps(tmp_path):
+    """``expert_iteration_every``: the ExpertIterationTrainer samples, scores and trains between GRPO steps
+    on the NF4 + LoRA policy, logs the round with its step and writes its kept answers
+    (tests/training/test_expert_iteration.py tests what a round keeps and trains)."""
+    result = run_train(
+        tmp_path, "--max_steps", "2", "--expert_iteration_every", "1", "--expert_iteration_prompts", "2",
+        "--expert_iteration_min_reward", "0", "--eval_scenarios", "0", "--report_to", "none",
+    )  # fmt: skip
+    assert "expert iteration at step 1: 2 prompts x 2 answers" in result.stderr
+    state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
+    logged = [entry for entry in state["log_history"] if "expert/kept" in entry]
+    assert [entry["step"] for entry in logged] == [1]  # after step 1, not after the last
+    written = json.loads((tmp_path / "run" / "expert_iteration" / "step-1.json").read_text())
+    assert written["kept"] == [] or written["kept"][0]["reward"] >= 0
+    assert len(written["kept"]) == logged[0]["expert/kept"]
