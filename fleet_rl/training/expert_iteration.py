@@ -16,8 +16,9 @@ Every ``expert_iteration_every`` GRPO steps (not after the last), one round:
    run draws the same);
 2. samples ``expert_iteration_samples`` answers to each with the current policy at the run's temperature,
    in batches of ``generation_batch_size``;
-3. repairs each whole-plan answer that ended and has a failing job ``expert_iteration_repairs`` times (each
-   repair draws its own formats among those that fit);
+3. repairs each whole-plan answer that ended and has a failing or an omitted job
+   ``expert_iteration_repairs`` times (each repair draws its own formats among those that fit; an omitted
+   job gets one replica: ``repair_answer(..., place_omitted=True)``);
 4. scores every answer and repair with the run's reward functions, weighted as GRPO weighs them, and keeps
    each prompt's best (the policy's own answer on a tie) when it reaches ``expert_iteration_min_reward``
    (default 0.3: ``fleet_reward``'s level for a plan under which every job runs);
@@ -80,8 +81,9 @@ class ExpertCandidate:
 def candidate_answers(
     texts: list[str], ended: list[bool], rows: list[dict], samples: int, repairs: int, seed: str
 ) -> list[ExpertCandidate]:
-    """Each sampled answer and up to ``repairs`` distinct repairs of it. ``texts[k]`` answers prompt
-    ``k // samples``, whose dataset row is ``rows[k // samples]``. Repairs only of whole-plan rows (a
+    """Each sampled answer and up to ``repairs`` distinct repairs of it (failing jobs repaired, omitted ones
+    placed). ``texts[k]`` answers prompt ``k // samples``, whose dataset row is ``rows[k // samples]``.
+    Repairs only of whole-plan rows (a
     multi-agent row asks for one job), each drawn from ``Random(f"{seed}/{k}/{r}")``. Answers that did not
     end are left out: a cut-off answer has no whole plan and cannot be trained as written."""
     candidates: list[ExpertCandidate] = []
@@ -94,7 +96,9 @@ def candidate_answers(
             continue
         seen = {text}
         for r in range(repairs):
-            repair = repair_answer(text, row["scenario"], random.Random(f"{seed}/{k}/{r}"))
+            repair = repair_answer(
+                text, row["scenario"], random.Random(f"{seed}/{k}/{r}"), place_omitted=True
+            )
             if repair is not None and repair[0] not in seen:
                 seen.add(repair[0])
                 candidates.append(ExpertCandidate(k // samples, k, repair[0], True))

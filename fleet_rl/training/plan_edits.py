@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 
 from fleet_rl.catalog import PRECISIONS, WEIGHT_ONLY_PRECISIONS
 from fleet_rl.plan_schema import Plan
@@ -71,13 +72,14 @@ class PlacedAnswer:
     def gpus_in_use(self) -> int:
         return sum(part["gpus"] for part in self.parts.values())
 
-    def rewritten(self, changed: dict[str, dict], added: dict | None = None) -> str:
-        """The text with each changed job's object replaced, and ``added`` after the last job object."""
+    def rewritten(self, changed: dict[str, dict], added: Sequence[dict] = ()) -> str:
+        """The text with each changed job's object replaced, and the ``added`` objects after the last job
+        object, in order."""
         text = self.text
         insert_at = max(end for _, end in self.spans.values())
         pieces = {self.spans[job_id]: compact_json(part) for job_id, part in changed.items()}
-        if added is not None:
-            pieces[(insert_at, insert_at)] = "," + compact_json(added)
+        if added:
+            pieces[(insert_at, insert_at)] = "".join("," + compact_json(part) for part in added)
         for (start, end), piece in sorted(pieces.items(), reverse=True):  # right to left keeps offsets
             text = text[:start] + piece + text[end:]
         return text
@@ -155,7 +157,7 @@ def _edit_add_job(answer: PlacedAnswer, rng: random.Random) -> str | None:
         if gpus < donor_size:
             return None
         changed[donor_id] = donor | {"gpus": gpus}
-    return answer.rewritten(changed, added)
+    return answer.rewritten(changed, [added])
 
 
 _EDITORS = {"tensor_parallel": _edit_tensor_parallel, "format": _edit_format, "add_job": _edit_add_job}

@@ -16,6 +16,11 @@ cluster has, and then every job fails: in a first run's first 15 steps (120 answ
 of the 70 answers with a failing job did; taking GPUs only from jobs that ran, and keeping each repaired
 job's count, repaired 6 of those 27 (47 of the 70 in all); as here, 27 of 27 (68 of 70).
 
+With ``place_omitted`` (expert iteration's repairs, ``fleet_rl/training/expert_iteration.py``) a job the
+answer leaves out is placed too: on medium scenarios most of the policy's answers name the first job alone,
+and an idle job fails the plan as a crash does. It takes one replica at one of its ``Fits`` settings, on free
+GPUs or GPUs the placed jobs give in whole replicas; a job no setting finds GPUs for stays out.
+
 Nothing is read from the optimum or from the kernel's throughput: the verdict names which jobs failed, the
 ``Fits`` line (what the prompt states) says what holds them, and the kernel's reward alone says whether the
 repaired plan is better. Only the repaired jobs' (and donors') ``{...}`` are rewritten, as compact JSON; the
@@ -67,9 +72,30 @@ def _candidates(options: list, gpus: int):
             yield fit, fit.tensor_parallel
 
 
-def repair_answer(text: str, scenario: Scenario | str, rng: random.Random) -> tuple[str, str] | None:
+def _place(
+    answer: PlacedAnswer, parts: dict[str, dict], job_id: str, options: list, rng: random.Random
+) -> dict[str, dict] | None:
+    """One replica of a job the answer leaves out, at one of its ``Fits`` settings (``options``, tried in a
+    random order) on free GPUs or GPUs taken from the placed jobs in whole replicas; the donors' new parts
+    and the job's, or ``None`` when no setting finds the GPUs."""
+    options = list(options)
+    rng.shuffle(options)
+    for fit in options:
+        part = fit_part(answer.jobs[job_id], fit, answer.scenario.gpu)
+        short = sum(p["gpus"] for p in parts.values()) + part["gpus"] - answer.scenario.cluster.count
+        taken = _take_gpus(parts, list(parts), short) if short > 0 else {}
+        if taken is not None:
+            return taken | {part["id"]: part}
+    return None
+
+
+def repair_answer(
+    text: str, scenario: Scenario | str, rng: random.Random, *, place_omitted: bool = False
+) -> tuple[str, str] | None:
     """``(repaired text, "repair")`` (module docstring), or ``None``. The repaired text always parses to a
-    plan."""
+    plan. With ``place_omitted`` each job the answer leaves out (or gives no GPUs) is also placed, after
+    the failing jobs are repaired: one replica at one of its ``Fits`` settings, on free GPUs or GPUs the
+    placed jobs give in whole replicas (a job left idle fails the plan as a crash does)."""
     read = PlacedAnswer.read(text, scenario)
     if read is None:
         return None
@@ -81,7 +107,8 @@ def repair_answer(text: str, scenario: Scenario | str, rng: random.Random) -> tu
         for job_id in answer.jobs
         if job_id in answer.parts and statuses.get(job_id) in REPAIRED_STATUSES
     ]
-    if not failing:
+    omitted = [job_id for job_id in answer.jobs if job_id not in answer.parts] if place_omitted else []
+    if not failing and not omitted:
         return None
     fits = replica_fits(solved)
     parts = dict(answer.parts)
@@ -100,7 +127,19 @@ def repair_answer(text: str, scenario: Scenario | str, rng: random.Random) -> tu
             for other, part in [*taken.items(), (job_id, repaired)]:
                 parts[other] = changed[other] = part
             break
-    if not changed:
+    added: list[dict] = []
+    for job_id in omitted:
+        options = [fit for fit in fits[job_id] if fit.tensor_parallel is not None]
+        placed = _place(answer, parts, job_id, options, rng)
+        if placed is None:
+            continue
+        for other, part in placed.items():
+            parts[other] = part
+            if other in answer.spans:  # a placed job that gave GPUs, or the job's own object without GPUs
+                changed[other] = part
+            else:
+                added.append(part)
+    if not changed and not added:
         return None
-    repaired_text = answer.rewritten(changed)
+    repaired_text = answer.rewritten(changed, added)
     return (repaired_text, "repair") if parse_plan(repaired_text).plan is not None else None

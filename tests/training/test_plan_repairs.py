@@ -137,3 +137,55 @@ def test_a_repair_of_a_random_plan_parses_fits_the_cluster_and_repairs_only_fail
     for job_id, job in after.items():
         if job.tensor_parallel != before[job_id].tensor_parallel or job.precision != before[job_id].precision:
             assert statuses[job_id] in REPAIRED_STATUSES  # only a failing job takes another setting
+
+
+def test_place_omitted_places_a_job_the_answer_leaves_out_at_a_fits_setting():
+    """The template (chat alone, every GPU) leaves tune out: with ``place_omitted`` tune gets one replica
+    at one of its Fits settings, GPUs from chat in whole replicas, and every job runs; without,
+    it stays out."""
+    tune_fits = {
+        (fit.tensor_parallel, fit.fmt) for fit in replica_fits(SCENARIO)["tune"] if fit.tensor_parallel
+    }
+    seen = set()
+    for seed in range(30):
+        alone, _ = repair_answer(TEMPLATE, SCENARIO, random.Random(seed))
+        assert [job.id for job in parse_plan(alone).plan.jobs] == ["chat"]
+        text, _ = repair_answer(TEMPLATE, SCENARIO, random.Random(seed), place_omitted=True)
+        jobs = {job.id: job for job in parse_plan(text).plan.jobs}
+        assert list(jobs) == ["chat", "tune"] and text.startswith("Here is the plan.\n```json\n")
+        assert jobs["tune"].gpus == jobs["tune"].tensor_parallel  # one replica
+        seen.add((jobs["tune"].tensor_parallel, jobs["tune"].precision.attention))
+        assert (
+            jobs["chat"].gpus % jobs["chat"].tensor_parallel == 0
+            and jobs["chat"].gpus + jobs["tune"].gpus <= 8
+        )
+        assert _statuses(text) == {"chat": "ok", "tune": "ok"}
+    assert seen == {(tp, fmt) for tp, fmt in tune_fits}
+
+
+def test_place_omitted_alone_repairs_an_answer_whose_placed_jobs_run():
+    chat = {"id": "chat", "gpus": 4, "tensor_parallel": 4, "precision": BF16, "kv_cache": "bf16"}
+    text = _plan_text(chat)
+    assert _statuses(text) == {"chat": "ok", "tune": "unallocated"}
+    assert repair_answer(text, SCENARIO, random.Random(0)) is None  # nothing fails
+    repaired, _ = repair_answer(text, SCENARIO, random.Random(0), place_omitted=True)
+    jobs = {job.id: job for job in parse_plan(repaired).plan.jobs}
+    assert jobs["chat"].gpus == 4 and jobs["tune"].gpus <= 4  # on the four free GPUs: chat gives none
+    assert _statuses(repaired) == {"chat": "ok", "tune": "ok"}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), tier=st.sampled_from(["easy", "medium", "hard"]))
+def test_placing_omitted_jobs_of_a_random_plan_keeps_it_in_the_cluster_and_names_each_job_once(seed, tier):
+    scenario = make_scenario(tier, seed=seed)
+    plan = random_split(scenario, seed)
+    plan["jobs"] = plan["jobs"][:1]  # the rest left out
+    text = "```json\n" + json.dumps(plan) + "\n```"
+    repaired = repair_answer(text, scenario, random.Random(seed), place_omitted=True)
+    if repaired is None:
+        return
+    jobs = parse_plan(repaired[0]).plan.jobs
+    assert len({job.id for job in jobs}) == len(jobs)
+    assert {job.id for job in jobs} <= {job.id for job in scenario.jobs}
+    assert sum(job.gpus for job in jobs) <= scenario.cluster.count
+    assert all(job.gpus % job.tensor_parallel == 0 for job in jobs)
