@@ -312,6 +312,9 @@ class FleetScriptArguments:
     expert_iteration_batch_size: int = field(
         default=4, metadata={"help": "Expert iteration: kept answers per SFT step."}
     )
+    expert_iteration_generation_batch_size: int = field(
+        default=16, metadata={"help": "Expert iteration: answers sampled per generate call."}
+    )
     expert_iteration_learning_rate: float = field(
         default=1.0e-4, metadata={"help": "Expert iteration: the SFT pass's AdamW learning rate."}
     )

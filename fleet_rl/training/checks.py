@@ -159,6 +159,7 @@ def check_expert_iteration(script_args: FleetScriptArguments, training_args) -> 
         "expert_iteration_samples",
         "expert_iteration_epochs",
         "expert_iteration_batch_size",
+        "expert_iteration_generation_batch_size",
     ):
         if getattr(script_args, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(script_args, name)}")

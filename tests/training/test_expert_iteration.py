@@ -151,7 +151,7 @@ def test_a_round_keeps_each_prompts_best_repair_and_trains_on_it(tiny_dir, tmp_p
     trainer = trainer_on(tiny_dir, tmp_path, expert_iteration_samples=3, expert_iteration_epochs=4,
                          expert_iteration_learning_rate=1e-3)  # fmt: skip
     figures = trainer.expert_round()
-    assert crashing_answers == [{"prompts": 6, "temperature": trainer.temperature, "batch_size": 4}]
+    assert crashing_answers == [{"prompts": 6, "temperature": trainer.temperature, "batch_size": 16}]
     assert figures["kept"] == figures["kept_repaired"] == 2.0  # both prompts, each by a repair
     crashing = [fleet_reward([CRASHING], [row["scenario"]])[0] for row in ROWS]
     assert max(crashing) < 0.25  # the sampled answers crash on every prompt: what they scored
