@@ -84,9 +84,9 @@ def candidate_answers(
 ) -> list[ExpertCandidate]:
     """Each sampled answer and up to ``repairs`` distinct repairs of it (failing jobs repaired, omitted ones
     placed). ``texts[k]`` answers prompt ``k // samples``, whose dataset row is ``rows[k // samples]``.
-    Repairs only of whole-plan rows (a
-    multi-agent row asks for one job), each drawn from ``Random(f"{seed}/{k}/{r}")``. Answers that did not
-    end are left out: a cut-off answer has no whole plan and cannot be trained as written."""
+    Repairs only of whole-plan rows (a multi-agent row asks for one job), each drawn from
+    ``Random(f"{seed}/{k}/{r}")``. Answers that did not end are left out: a cut-off answer has no whole plan
+    and cannot be trained as written."""
     candidates: list[ExpertCandidate] = []
     for k, (text, done) in enumerate(zip(texts, ended, strict=True)):
         if not done:
