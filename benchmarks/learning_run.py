@@ -27,7 +27,7 @@ from benchmarks.learning_evaluate import (
 from benchmarks.learning_render import UNFAIR_START_TARGETS, plural
 from benchmarks.learning_start_cache import START_EVALUATIONS, cached_evaluation, start_evaluation_key
 from benchmarks.learning_statistics import BOOTSTRAP_SEED, METRICS, paired_difference
-from benchmarks.learning_train import start_model_path, train_seed
+from benchmarks.learning_train import start_model_path, train_seed, without_resume
 from benchmarks.machine import git_state
 
 __all__ = ["SEED_RESULT", "default_work_dir", "evaluate_shared_start", "run"]
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
             (output_dir / SEED_SETTINGS).write_text(json.dumps(seed_settings, indent=1))
             print(f"learning benchmark: seed {seed}: training in {output_dir}", file=sys.stderr, flush=True)
         argv, trained = train_seed(seed, args.config, train_flags, output_dir)
-        parsed = train_grpo.parse_args(argv)
+        parsed = train_grpo.parse_args(without_resume(argv))  # its resume checkpoint may be gone by now
         start_path = start_model_path(output_dir, parsed[0], parsed[2])
         adapter = str(output_dir) if (output_dir / "adapter_config.json").exists() else None
         print(f"learning benchmark: seed {seed}: evaluating {start_path} and the result", file=sys.stderr)

@@ -25,6 +25,7 @@ __all__ = [
     "split_grpo_time",
     "start_model_path",
     "train_seed",
+    "without_resume",
     "trl_profiling_totals",
 ]
 
@@ -168,6 +169,15 @@ def train_seed(seed: int, config: str, train_flags: list[str], output_dir: Path)
             "setup": train_s - segment_s - (0.0 if checkpoint else warm_s),
         },
     }
+
+
+def without_resume(argv: list[str]) -> list[str]:
+    """``argv`` less its ``--resume_from_checkpoint`` and value: what a seed's finished run is read back with
+    (the checkpoint it resumed from may since have been rotated away by ``save_total_limit``)."""
+    if "--resume_from_checkpoint" not in argv[:-1]:
+        return list(argv)
+    at = argv.index("--resume_from_checkpoint")
+    return argv[:at] + argv[at + 2 :]
 
 
 def start_model_path(output_dir: Path, script_args, model_args) -> str:
