@@ -16,6 +16,7 @@ from benchmarks.learning_train import (
     TimingsIntoCheckpoints,
     checkpoint_timings,
     trl_profiling_totals,
+    without_resume,
 )
 from fleet_rl.training.complete_checkpoints import newest_complete_checkpoint
 from tests.benchmarks.test_learning_start_cache import _evaluation, _fake_train_seed, _model
@@ -105,3 +106,22 @@ def test_checkpoints_carry_the_grpo_time_and_profiled_totals_so_far(tmp_path):
     assert checkpoint_timings(None) == {"grpo_s": 0.0, "profiled_s": {}}  # a fresh run
     (checkpoint / TIMINGS_FILE).unlink()
     assert checkpoint_timings(str(checkpoint)) == {"grpo_s": 0.0, "profiled_s": {}}  # saved before timings
+
+
+def test_a_resumed_seed_is_read_back_after_its_resume_checkpoint_was_rotated_away(tmp_path, monkeypatch):
+    """A seed resumed from checkpoint-10 and trained to 30 with ``save_total_limit`` 2 no longer has
+    checkpoint-10: its settings are read back without the resume flag (once, the run failed there)."""
+    model = _model(tmp_path / "base")
+    finish = _fake_train_seed(model)
+
+    def resumed_from_a_rotated_checkpoint(seed, config, train_flags, output_dir):
+        argv, trained = finish(seed, config, train_flags, output_dir)
+        return [*argv, "--resume_from_checkpoint", str(output_dir / "checkpoint-10")], trained
+
+    monkeypatch.setattr(learning_run, "train_seed", resumed_from_a_rotated_checkpoint)
+    monkeypatch.setattr(learning_run, "evaluate", lambda *arguments: _evaluation(10.0))
+    args, train_flags = _args(tmp_path, model)
+    result = learning_run.run(args, train_flags, ["python", "benchmarks/learning.py"])
+    assert result["after"]["per_seed"] and not (tmp_path / "work" / "seed-0" / "checkpoint-10").exists()
+    assert without_resume(["--a", "1", "--resume_from_checkpoint", "x", "--b"]) == ["--a", "1", "--b"]
+    assert without_resume(["--a", "--resume_from_checkpoint"]) == ["--a", "--resume_from_checkpoint"]
