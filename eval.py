@@ -8,7 +8,7 @@
     python eval.py --baseline random --tasks hard --output outputs/reports/random_hard.json
     python eval.py --local_model smollm2 --tasks easy medium --prompt_style compact   # SmolLM2 itself
     python eval.py --model outputs/smollm2_cpu --local_model smollm2 --tasks easy medium \
-        --prompt_style compact
+        --prompt_style sized
     python eval.py --policies openai:my-model,heuristic --base_url http://127.0.0.1:8000/v1 \
         --api_key_env OPENAI_API_KEY --num_scenarios 32 --output_dir outputs/reports/endpoint
 

@@ -246,6 +246,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
         extensions["explore_edit_rate"] = script_args.explore_edit_rate
     if script_args.explore_repair_rate:  # a share of the answers' failing jobs repaired before scoring
         extensions["explore_repair_rate"] = script_args.explore_repair_rate
+        if script_args.explore_repair_place_omitted:  # the jobs an answer leaves out placed too
+            extensions["explore_repair_place_omitted"] = True
     if script_args.sample_every_job:  # training answers name every job before closing the list
         extensions["sample_every_job"] = True
         if script_args.sample_every_job_share < 1:  # the rest of each group samples freely

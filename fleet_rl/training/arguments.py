@@ -140,6 +140,15 @@ class FleetScriptArguments:
             "the two at most 1 together. 0: off; below 1."
         },
     )
+    explore_repair_place_omitted: bool = field(
+        default=False,
+        metadata={
+            "help": "explore_repair_rate: the repairs also place each job the answer leaves out (one replica "
+            "at one of its Fits settings, on free GPUs or GPUs the placed jobs give in whole replicas), as "
+            "expert iteration's repairs do, and repair answers whose placed jobs all ran but that leave a "
+            "job out (fleet_rl/training/plan_repairs.py)."
+        },
+    )
     sample_every_job: bool = field(
         default=False,
         metadata={

@@ -198,6 +198,11 @@ def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> No
             f"explore_edit_rate + explore_repair_rate is a share of the answers, at most 1: got "
             f"{rates['explore_edit_rate']} + {rates['explore_repair_rate']}"
         )
+    if script_args.explore_repair_place_omitted and not script_args.explore_repair_rate:
+        raise ValueError(
+            "explore_repair_place_omitted changes what explore_repair_rate's repairs do: set "
+            "explore_repair_rate above 0, or explore_repair_place_omitted false"
+        )
     for name, rate in rates.items():
         if rate and script_args.episode_mode != "single":
             raise ValueError(

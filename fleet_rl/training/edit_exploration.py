@@ -19,6 +19,9 @@ another share ``q`` of the answers (drawn apart from the edited share: one draw 
 ``fleet_rl/training/plan_repairs.py``'s repair instead: each job the kernel's verdict marks out of memory,
 unsupported, unstable or invalid takes one of its prompt's ``Fits`` settings. Answers whose jobs all ran are
 left as sampled. ``repairs/share`` and ``repairs/advantage`` log them as the ``edits/`` metrics do edits.
+With ``explore_repair_place_omitted: true`` the repairs also place the jobs an answer leaves out (one
+replica at a ``Fits`` setting, as expert iteration's repairs do): on medium scenarios the policy's answers
+mostly name the first job alone, and a repair of the crash alone leaves the plan failing on the idle jobs.
 
 Only whole answers that ended (EOS) and whose plan parses are edited, on whole-plan rows (multi-agent rows
 ask for one job and are left alone), in training (evaluation stays the policy's own answers), and with
@@ -42,13 +45,20 @@ __all__ = ["EditExplorationTrainer"]
 
 class EditExplorationTrainer(TurnCreditTrainer):
     """``TurnCreditTrainer`` that, with ``explore_edit_rate > 0``, edits that share of the training answers,
-    and with ``explore_repair_rate > 0`` repairs that share (module docstring); both 0 is its parent."""
+    and with ``explore_repair_rate > 0`` repairs that share, placing the jobs an answer leaves out too with
+    ``explore_repair_place_omitted`` (module docstring); both rates 0 is its parent."""
 
     def __init__(
-        self, *args, explore_edit_rate: float = 0.0, explore_repair_rate: float = 0.0, **kwargs
+        self,
+        *args,
+        explore_edit_rate: float = 0.0,
+        explore_repair_rate: float = 0.0,
+        explore_repair_place_omitted: bool = False,
+        **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.explore_edit_rate, self.explore_repair_rate = explore_edit_rate, explore_repair_rate
+        self.explore_repair_place_omitted = explore_repair_place_omitted
         self._edit_inputs: list[dict] | None = None
         self._edited_rows: list[int] = []  # every row rewritten (edited or repaired)
         self._repaired_rows: list[int] = []
@@ -100,7 +110,12 @@ class EditExplorationTrainer(TurnCreditTrainer):
             if values.get("agent") or not ids or ids[-1] not in eos:
                 continue
             text = tokenizer.decode(ids, skip_special_tokens=True)
-            edit = (repair_answer if repair else edit_answer)(text, values["scenario"], rng)
+            if repair:
+                edit = repair_answer(
+                    text, values["scenario"], rng, place_omitted=self.explore_repair_place_omitted
+                )
+            else:
+                edit = edit_answer(text, values["scenario"], rng)
             if edit is None:
                 continue
             edited_ids = tokenizer.encode(edit[0], add_special_tokens=False) + [ids[-1]]

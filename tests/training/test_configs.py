@@ -325,6 +325,12 @@ def test_the_trainer_class_follows_the_options():
         JobCreditTrainer,
         {"share_prompt": True, "explore_repair_rate": 0.5},
     )
+    assert trainer_extensions(
+        FleetScriptArguments(explore_repair_rate=0.5, explore_repair_place_omitted=True)
+    ) == (
+        JobCreditTrainer,
+        {"share_prompt": True, "explore_repair_rate": 0.5, "explore_repair_place_omitted": True},
+    )
     assert trainer_extensions(FleetScriptArguments(sample_every_job=True)) == (
         JobCreditTrainer,
         {"share_prompt": True, "sample_every_job": True},

@@ -26,10 +26,13 @@ class _Characters:
         return [ord(c) for c in text]
 
 
-def _bare_trainer(rate: float, seed: int = 0, step: int = 4, repair: float = 0.0) -> EditExplorationTrainer:
+def _bare_trainer(
+    rate: float, seed: int = 0, step: int = 4, repair: float = 0.0, place_omitted: bool = False
+) -> EditExplorationTrainer:
     """An EditExplorationTrainer without a model (its parents' generation and scoring are patched)."""
     trainer = object.__new__(EditExplorationTrainer)
     trainer.explore_edit_rate, trainer.explore_repair_rate, trainer.turn_credit = rate, repair, False
+    trainer.explore_repair_place_omitted = place_omitted
     trainer._edit_inputs, trainer._edited_rows, trainer._repaired_rows, trainer._draw = None, [], [], (-1, 0)
     trainer.model = SimpleNamespace(training=True)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
@@ -130,6 +133,21 @@ def test_a_repaired_share_gets_a_fits_setting_and_its_own_metrics(parents):
     metrics = trainer._metrics["train"]
     assert metrics["repairs/share"] == [len(repaired) / ROWS] and metrics["repairs/advantage"] == [1.0]
     assert "edits/share" not in metrics  # edits are off
+
+
+def test_repairs_that_place_omitted_jobs_name_every_job(parents):
+    """The template names chat alone; repairs with place_omitted also give tune one replica at a Fits
+    setting, on the same rows the draw picks without it (the option changes the repair, not the draw)."""
+    plain = _bare_trainer(0.0, repair=0.5)
+    plain._generate_and_score_completions(_inputs())
+    placing = _bare_trainer(0.0, repair=0.5, place_omitted=True)
+    output = placing._generate_and_score_completions(_inputs())
+    assert placing._repaired_rows and placing._repaired_rows == plain._repaired_rows
+    for row in placing._repaired_rows:
+        plan = parse_plan(output["completions"][row][0]["content"]).plan
+        assert {job.id for job in plan.jobs} == {"chat", "tune"}
+        assert sum(job.gpus for job in plan.jobs) <= SCENARIO.cluster.count
+        assert _Characters().decode(output["ids"][row]) == output["completions"][row][0]["content"]
 
 
 def test_repairs_and_edits_share_one_draw_per_row(parents):

@@ -65,6 +65,10 @@ def _args(**overrides) -> FleetScriptArguments:
             "explore_edit_rate \\+ explore_repair_rate is a share of the answers, at most 1: got 0.5 \\+ 0.7",
         ),
         (
+            {"explore_repair_place_omitted": True},
+            "explore_repair_place_omitted changes what explore_repair_rate's repairs do: set",
+        ),
+        (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_repair_rate": 0.5},
             "explore_repair_rate changes one whole plan per answer: set episode_mode 'single'",
         ),

@@ -186,11 +186,13 @@ def test_per_job_credit_trains_through_trls_loss(tmp_path):
 def test_explore_edits_and_repairs_run_inside_trls_generation_with_per_job_credit(tmp_path):
     """``explore_edit_rate`` and ``explore_repair_rate``: the hook runs on TRL's own generation output (its
     tuple, its token lists) and logs the shares it edited and repaired, beside per-job credit. The tiny
-    model's answers seldom parse, so few are changed here; the edits and repairs themselves are tested in
+    model's answers seldom parse, so few are changed here (the repairs place omitted jobs too,
+    ``explore_repair_place_omitted``); the edits and repairs themselves are tested in
     tests/training/test_plan_edits.py, test_plan_repairs.py and test_edit_exploration.py."""
     run_train(
         tmp_path, "--max_steps", "2", "--explore_edit_rate", "0.25", "--explore_repair_rate", "0.25",
-        "--job_credit", "0.5", "--eval_scenarios", "0", "--report_to", "none",
+        "--explore_repair_place_omitted", "true", "--job_credit", "0.5", "--eval_scenarios", "0",
+        "--report_to", "none",
     )  # fmt: skip
     state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
