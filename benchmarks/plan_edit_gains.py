@@ -11,7 +11,9 @@ answer, draws ``--draws`` edits of it (``fleet_rl.training.plan_edits.edit_answe
 scenario and draw) and reports, per edit kind, how many were drawn, the share that raised ``fleet_reward``
 above the template's, the share that lowered it, and the mean change. ``repair`` does the same for
 ``fleet_rl.training.plan_repairs.repair_answer`` (``explore_repair_rate``: the jobs the kernel's verdict
-marks failing take a ``Fits`` setting), drawn apart. ``--template every_job`` writes the template the
+marks failing take a ``Fits`` setting), drawn apart, and ``repair_placing`` for the same repair that also
+places the jobs the answer leaves out (``explore_repair_place_omitted``, expert iteration's repairs), drawn
+with the repair's seeds. ``--template every_job`` writes the template the
 runs with list-end credit settle on instead: every job named, the later ones on one GPU each, the first
 on the rest, tensor parallelism 1 in bf16. Deterministic: the same arguments print the same figures.
 """
@@ -39,6 +41,7 @@ EVAL_DATASET_SEED = 7  # fleet_rl.training.heldout.EVAL_DATASET_SEED (that modul
 
 
 TEMPLATES = ("first_job", "every_job")
+REPAIRS = {"repair": False, "repair_placing": True}  # name: repair_answer's place_omitted
 
 
 def template_answer(scenario: Scenario, template: str = "first_job") -> str:
@@ -56,9 +59,9 @@ def template_answer(scenario: Scenario, template: str = "first_job") -> str:
 
 
 def edit_gains(tasks: list[str], num_scenarios: int, draws: int, template: str = "first_job") -> dict:
-    """Per edit kind and ``repair``: ``drawn``, ``raised``, ``lowered`` (shares of the drawn) and
-    ``mean_change``."""
-    changes: dict[str, list[float]] = {name: [] for name in (*EDITS, "repair")}
+    """Per edit kind, ``repair`` and ``repair_placing``: ``drawn``, ``raised``, ``lowered`` (shares of the
+    drawn) and ``mean_change``."""
+    changes: dict[str, list[float]] = {name: [] for name in (*EDITS, *REPAIRS)}
     rows = scenario_rows(
         tasks, num_scenarios, dataset_seed=EVAL_DATASET_SEED, split="eval", prompt_style="compact"
     )
@@ -70,9 +73,11 @@ def edit_gains(tasks: list[str], num_scenarios: int, draws: int, template: str =
             edit = edit_answer(answer, scenario, random.Random(f"plan_edit_gains/{index}/{draw}"))
             if edit is not None:
                 changes[edit[1]].append(fleet_reward([edit[0]], [scenario])[0] - before)
-            repair = repair_answer(answer, scenario, random.Random(f"plan_edit_gains/repair/{index}/{draw}"))
-            if repair is not None:
-                changes["repair"].append(fleet_reward([repair[0]], [scenario])[0] - before)
+            for name, place_omitted in REPAIRS.items():
+                rng = random.Random(f"plan_edit_gains/repair/{index}/{draw}")
+                repair = repair_answer(answer, scenario, rng, place_omitted=place_omitted)
+                if repair is not None:
+                    changes[name].append(fleet_reward([repair[0]], [scenario])[0] - before)
     return {
         name: {
             "drawn": len(values),

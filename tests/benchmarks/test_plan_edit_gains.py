@@ -28,9 +28,12 @@ def test_prints_each_edits_shares_and_the_same_figures_twice(capsys):
     argv = ["--num_scenarios", "6", "--draws", "3"]
     result = main(argv)
     assert json.loads(capsys.readouterr().out) == result
-    assert set(result["edits"]) == {*EDITS, "repair"}
+    assert set(result["edits"]) == {*EDITS, "repair", "repair_placing"}
     assert 0 < sum(result["edits"][name]["drawn"] for name in EDITS) <= 6 * 3
     assert result["edits"]["repair"]["drawn"] <= 6 * 3
+    # placing the left-out jobs repairs the first-job template wherever a plain repair does, and more
+    # (a one-job scenario's template that runs has nothing to repair either way)
+    assert result["edits"]["repair"]["drawn"] <= result["edits"]["repair_placing"]["drawn"] <= 6 * 3
     for edit in result["edits"].values():
         assert 0.0 <= edit["raised"] + edit["lowered"] <= 1.0
     assert main(argv) == result
