@@ -110,7 +110,8 @@ class FleetScriptArguments:
             "jobs list), in the group means too, and job_credit x (it - the job's group mean) on the tokens "
             "from the last job object's '}' through the ']' that closed the list without it "
             "(fleet_rl/training/job_credit.py). None: the tiers' idle credit (1/3) and no closing credit; 0 "
-            "to 1. The rewards stay the tiers'."
+            "to 1. The rewards stay the tiers'. Ignored while job_credit is 0 (so a config that sets it "
+            "runs with --job_credit 0)."
         },
     )
     extra_job_credit: float | None = field(
@@ -146,7 +147,7 @@ class FleetScriptArguments:
             "help": "explore_repair_rate: the repairs also place each job the answer leaves out (one replica "
             "at one of its Fits settings, on free GPUs or GPUs the placed jobs give in whole replicas), as "
             "expert iteration's repairs do, and repair answers whose placed jobs all ran but that leave a "
-            "job out (fleet_rl/training/plan_repairs.py)."
+            "job out (fleet_rl/training/plan_repairs.py). Ignored while explore_repair_rate is 0."
         },
     )
     sample_every_job: bool = field(

@@ -198,15 +198,10 @@ def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> No
             f"explore_edit_rate + explore_repair_rate is a share of the answers, at most 1: got "
             f"{rates['explore_edit_rate']} + {rates['explore_repair_rate']}"
         )
-    if script_args.explore_repair_place_omitted and not script_args.explore_repair_rate:
-        raise ValueError(
-            "explore_repair_place_omitted changes what explore_repair_rate's repairs do: set "
-            "explore_repair_rate above 0, or explore_repair_place_omitted false"
-        )
     for name, rate in rates.items():
         if rate and script_args.episode_mode != "single":
             raise ValueError(
-                f"{name} changes one whole plan per answer: set episode_mode 'single' "
+                f"{name} changes one whole plan per answer: set episode_mode 'single' or {name} 0 "
                 f"(got {script_args.episode_mode!r})"
             )
         if rate and getattr(training_args, "use_vllm", False):
@@ -287,15 +282,14 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
         raise ValueError(f"job_credit must be in [0, 1] (0: off), got {script_args.job_credit}")
     if script_args.job_credit and script_args.episode_mode != "single":
         raise ValueError(
-            "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single' "
-            f"(got {script_args.episode_mode!r}; revise episodes have turn_credit)"
+            "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single' or "
+            f"job_credit 0 (got {script_args.episode_mode!r}; revise episodes have turn_credit)"
         )
-    omitted = script_args.omitted_job_credit
-    if omitted is not None and not (script_args.job_credit and 0.0 <= omitted <= 1.0):
+    omitted = script_args.omitted_job_credit  # ignored while job_credit is 0 (a preset may set it)
+    if omitted is not None and not 0.0 <= omitted <= 1.0:
         raise ValueError(
-            "omitted_job_credit credits the jobs an answer leaves out within per-job credit: it needs "
-            f"job_credit > 0 and a value in [0, 1]; got omitted_job_credit {omitted} with job_credit "
-            f"{script_args.job_credit}"
+            "omitted_job_credit is the credit of a job an answer leaves out within per-job credit, in "
+            f"[0, 1] (None: the tiers' idle credit); got omitted_job_credit {omitted}"
         )
     extra = script_args.extra_job_credit
     if extra is not None and not (omitted is not None and 0.0 <= extra <= 1.0):

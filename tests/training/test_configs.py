@@ -23,7 +23,7 @@ from trl import GRPOConfig, ModelConfig, get_peft_config, get_quantization_confi
 import train_grpo
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.training.arguments import FleetScriptArguments
-from fleet_rl.training.checks import check_options
+from fleet_rl.training.checks import check_episode_mode, check_options
 from rewards import REWARD_FUNCS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +32,7 @@ TRAINING_CONFIGS = sorted(CONFIGS.glob("*.yaml"))
 ACCELERATE_CONFIGS = sorted((CONFIGS / "accelerate").glob("*.yaml"))
 TINY = str(CONFIGS / "tiny_cpu.yaml")
 QLORA = str(CONFIGS / "llama31_8b_qlora.yaml")
+SMOLLM2 = str(CONFIGS / "smollm2_cpu.yaml")
 UNSLOTH = str(CONFIGS / "llama31_8b_unsloth.yaml")
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour without a CUDA GPU")
@@ -280,6 +281,20 @@ def test_self_imitation_options(no_model_loading, capsys, flags, expected):
 )
 def test_expert_iteration_options(no_model_loading, capsys, flags, expected):
     assert expected in main_error(capsys, flags)
+
+
+def test_the_smollm2_preset_turns_its_credit_and_repairs_off_for_revision_episodes():
+    """The SmolLM2 preset's per-job credit (with omitted_job_credit) and repairs take single answers: a run
+    of revision episodes turns them off with ``--job_credit 0 --explore_repair_rate 0`` and passes the
+    checks; the omitted_job_credit the preset still sets is ignored, and self-imitation stays on."""
+    argv = ["--config", SMOLLM2, "--episode_mode", "revise", "--reward_funcs", "revision_reward"]
+    argv += ["--reward_weights", "1.0", "--job_credit", "0", "--explore_repair_rate", "0"]
+    script_args, training_args, _ = train_grpo.parse_args(argv)
+    assert script_args.omitted_job_credit == 0.0 and script_args.prompt_style == "sized"
+    check_episode_mode(script_args, training_args)
+    trainer_class, extensions = train_grpo.trainer_extensions(script_args)
+    assert not {"job_credit", "omitted_job_credit", "explore_repair_rate"} & set(extensions)
+    assert extensions["self_imitation_coef"] == 0.1 and trainer_class.__name__ == "SelfImitationTrainer"
 
 
 def test_the_trainer_class_follows_the_options():

@@ -34,13 +34,14 @@ def _args(**overrides) -> FleetScriptArguments:
         ({"job_credit": 1.5}, "job_credit must be in \\[0, 1\\] \\(0: off\\), got 1.5"),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "job_credit": 0.5},
-            "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single'",
+            "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single' or "
+            "job_credit 0",
         ),
-        ({"omitted_job_credit": 0.0}, "omitted_job_credit credits the jobs an answer leaves out"),
         (
             {"job_credit": 0.5, "omitted_job_credit": 1.5},
-            "it needs job_credit > 0 and a value in \\[0, 1\\]; got omitted_job_credit 1.5",
+            "in \\[0, 1\\] \\(None: the tiers' idle credit\\); got omitted_job_credit 1.5",
         ),
+        ({"omitted_job_credit": -0.5}, "got omitted_job_credit -0.5"),  # out of range, even while off
         (
             {"job_credit": 0.5, "extra_job_credit": 0.0},
             "extra_job_credit credits the jobs list's end beside the jobs an answer leaves out",
@@ -65,12 +66,9 @@ def _args(**overrides) -> FleetScriptArguments:
             "explore_edit_rate \\+ explore_repair_rate is a share of the answers, at most 1: got 0.5 \\+ 0.7",
         ),
         (
-            {"explore_repair_place_omitted": True},
-            "explore_repair_place_omitted changes what explore_repair_rate's repairs do: set",
-        ),
-        (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_repair_rate": 0.5},
-            "explore_repair_rate changes one whole plan per answer: set episode_mode 'single'",
+            "explore_repair_rate changes one whole plan per answer: set episode_mode 'single' or "
+            "explore_repair_rate 0",
         ),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_edit_rate": 0.25},
