@@ -89,6 +89,7 @@ from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer  
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
 from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
 from fleet_rl.training.job_credit import JobCreditTrainer  # noqa: E402
+from fleet_rl.training.memory_release import ReleaseFreedMemory, release_freed_memory  # noqa: E402
 from fleet_rl.training.self_imitation import SelfImitationTrainer  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
 
@@ -326,6 +327,8 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         **policy,
         **extensions,
     )
+    if script_args.release_freed_memory:  # after the step's expert iteration round: its callback came first
+        trainer.add_callback(ReleaseFreedMemory())
     if pool is not None:  # env/failovers and env/healthy_servers in every training log
         ServerPoolMetrics(pool).first_in_line(trainer)
     if "wandb" in (training_args.report_to or []):
@@ -354,6 +357,8 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
             raise SystemExit(f"error: {error}") from None
         train_runtime_s = result.metrics.get("train_runtime")
     trainer.save_model(training_args.output_dir)
+    if script_args.release_freed_memory:  # what follows in this process (an evaluation) starts from less
+        release_freed_memory()
     summary = {
         "global_step": trainer.state.global_step,
         "output_dir": training_args.output_dir,

@@ -67,6 +67,7 @@ def load_for_eval(base: str, adapter: str | None, script_args, training_args, mo
 def evaluate(base: str, adapter: str | None, settings: dict, parsed) -> dict:
     """Greedy answers of one policy on the held-out rows; per-scenario metrics, summary, wall time."""
     from fleet_rl.training.heldout import evaluate_policy
+    from fleet_rl.training.memory_release import release_freed_memory
 
     started = time.perf_counter()
     model, tokenizer = load_for_eval(base, adapter, *parsed)
@@ -84,6 +85,8 @@ def evaluate(base: str, adapter: str | None, settings: dict, parsed) -> dict:
     )
     del model
     gc.collect()
+    if parsed[0].release_freed_memory:  # the next seed's training starts from what this process uses
+        release_freed_memory()
     samples = report.pop("samples")
     rows = eval_rows(settings)
     if [(row["task"], row["seed"]) for row in rows] != [

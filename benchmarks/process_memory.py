@@ -4,6 +4,7 @@
     pid = child_pid_with("fleet_rl.server", "--port", "50123")   # the server this process started
     rss_mb(pid)                                                   # its resident set size in MiB
     cpu_s(pid)                                                    # its CPU time so far (user + system)
+    with PeakRss() as peak: ...; peak.take()                     # this process's highest RSS in a span (GiB)
 
 Both read ``/proc`` only (no psutil dependency) and return ``None`` where it is missing, so a benchmark
 reports "not measured" rather than failing on another OS.
@@ -12,9 +13,10 @@ reports "not measured" rather than failing on another OS.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
-__all__ = ["child_pid_with", "cpu_s", "rss_mb"]
+__all__ = ["PeakRss", "child_pid_with", "cpu_s", "rss_mb"]
 
 _PROC = Path("/proc")
 
@@ -58,3 +60,47 @@ def child_pid_with(*args: str) -> int | None:
         if parent_pid == parent and all(arg in words for arg in args):
             return int(entry.name)
     return None
+
+
+class PeakRss:
+    """This process's highest resident memory over a span, in GiB: a daemon thread reads ``VmRSS`` every
+    ``interval_s`` while the ``with`` block runs, and ``take()`` returns the highest reading (and the reading
+    now, if higher) since the last ``take()``, then starts a new span. ``ru_maxrss`` only ever rises, so it
+    cannot say which part of a run reached it; this can. A peak shorter than ``interval_s`` can be missed.
+    ``take()`` returns None where ``/proc`` is missing."""
+
+    def __init__(self, interval_s: float = 0.02) -> None:
+        self.interval_s = interval_s
+        self._peak_mb: float | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        now = rss_mb(os.getpid())
+        if now is None:
+            return
+        with self._lock:
+            self._peak_mb = now if self._peak_mb is None else max(self._peak_mb, now)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def __enter__(self) -> PeakRss:
+        self._sample()
+        self._thread = threading.Thread(target=self._run, name="peak-rss", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def take(self) -> float | None:
+        """The span's highest RSS in GiB (None without ``/proc``); the next span starts at today's RSS."""
+        self._sample()
+        with self._lock:
+            peak, self._peak_mb = self._peak_mb, rss_mb(os.getpid())
+        return None if peak is None else peak / 1024

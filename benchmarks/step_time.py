@@ -16,14 +16,18 @@ step, TRL's own phases by wrapping ``GRPOTrainer``'s methods:
 - ``loss_forward``: ``compute_loss`` (the policy's forward pass over prompt + answer, and the loss; a
   self-imitation replay included);
 - ``backward``: the rest of ``training_step`` (``loss.backward()``);
+- ``expert_round``: an expert iteration round (``--expert_iteration_every``; it runs at its step's end);
 - ``optimizer_and_other``: the rest of the step (gradient clipping, the optimizer, the scheduler, logging).
 
 Each phase is timed once per outermost call (a trainer that calls ``_generate_and_score_completions`` again,
 ``resample_flat_groups``, counts both draws). The JSON has every step's phases and, over the steps after
 the first (which also warms caches), their mean in seconds and as a share of the step, and the process's
-peak resident memory. ``--share_prompt false`` times TRL's own path, the prompt run with every answer
-(fleet_rl/training/shared_prompt.py). Measure alone on the machine: another process on the cores changes
-every figure.
+peak resident memory: over the run, while loading (before the first step), in each step (``rss_peak_gb``)
+and in its expert iteration round (``expert_round_rss_peak_gb``), read every 20 ms by
+``benchmarks.process_memory.PeakRss``, and what the process holds at each step's end (``rss_end_gb``: with
+``--release_freed_memory false`` the high-water mark stays). ``--share_prompt false`` times TRL's own path,
+the prompt run with every answer (fleet_rl/training/shared_prompt.py). Measure alone on the machine:
+another process on the cores changes every figure.
 """
 
 from __future__ import annotations
@@ -51,8 +55,17 @@ TIMED_METHODS = {  # phase name -> GRPOTrainer method
     "generate_and_score": "_generate_and_score_completions",
     "loss_forward": "compute_loss",
     "training_step": "training_step",
+    "expert_round": "expert_round",
 }
-PHASES = ("generate", "rewards", "prepare_other", "loss_forward", "backward", "optimizer_and_other")
+PHASES = (
+    "generate",
+    "rewards",
+    "prepare_other",
+    "loss_forward",
+    "backward",
+    "expert_round",
+    "optimizer_and_other",
+)
 
 
 class MethodTimer:
@@ -86,13 +99,15 @@ def phases(step_s: float, timed: dict[str, float]) -> dict[str, float]:
     generate, rewards = timed.get("generate", 0.0), timed.get("rewards", 0.0)
     prepare = timed.get("generate_and_score", 0.0)
     loss, training = timed.get("loss_forward", 0.0), timed.get("training_step", 0.0)
+    expert_round = timed.get("expert_round", 0.0)
     return {
         "generate": generate,
         "rewards": rewards,
         "prepare_other": max(prepare - generate - rewards, 0.0),
         "loss_forward": loss,
         "backward": max(training - prepare - loss, 0.0),
-        "optimizer_and_other": max(step_s - training, 0.0),
+        "expert_round": expert_round,
+        "optimizer_and_other": max(step_s - training - expert_round, 0.0),
     }
 
 
@@ -107,6 +122,10 @@ def summary(steps: list[dict]) -> dict:
         "mean_s": {phase: round(value, 2) for phase, value in mean.items()},
         "share": {phase: round(value / mean_step, 3) for phase, value in mean.items()},
     }
+
+
+def _gb(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -134,6 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
 
         import train_grpo
     from benchmarks.machine import cpu_model, git_state
+    from benchmarks.process_memory import PeakRss, rss_mb
 
     timer = MethodTimer()
     # every trainer class that defines a timed method (ours override some and call super(): the outermost
@@ -147,16 +167,45 @@ def main(argv: list[str] | None = None) -> dict:
     }
     names = {method: name for name, method in TIMED_METHODS.items()}
     steps: list[dict] = []
+    memory = PeakRss()
+    loading_peak: list[float | None] = []
+    step_peaks: list[float] = []  # the current step's spans: before its round, the round, after it
+    round_peaks: list[float] = []
+
+    def measured_round(method):
+        @functools.wraps(method)
+        def round_with_memory(*args, **kwargs):
+            step_peaks.append(memory.take() or 0.0)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                round_peaks.append(memory.take() or 0.0)
+                step_peaks.append(round_peaks[-1])
+
+        return round_with_memory
 
     class StepClock(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
             timer.take()
+            peak = memory.take()
+            if not steps and not loading_peak:
+                loading_peak.append(peak)
+            step_peaks.clear()
+            round_peaks.clear()
             self.started = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
+            # the trainer's expert iteration callback was added first: its round ends this step before this
             step_s = time.perf_counter() - self.started
             timed = timer.take()
-            steps.append({"step": state.global_step, "step_s": step_s, "phases": phases(step_s, timed)})
+            peak = max([*step_peaks, memory.take() or 0.0])
+            step = {"step": state.global_step, "step_s": step_s, "phases": phases(step_s, timed)}
+            step["rss_peak_gb"] = _gb(peak)
+            now_mb = rss_mb(os.getpid())  # after --release_freed_memory's callback: it runs before this one
+            step["rss_end_gb"] = _gb(None if now_mb is None else now_mb / 1024)
+            if round_peaks:
+                step["expert_round_rss_peak_gb"] = _gb(max(round_peaks))
+            steps.append(step)
 
     with tempfile.TemporaryDirectory(prefix="step-time-") as output_dir:
         flags = [
@@ -165,9 +214,10 @@ def main(argv: list[str] | None = None) -> dict:
             "--output_dir", output_dir, *train_flags, "--max_steps", str(args.steps),
         ]  # fmt: skip
         for (cls, method), original in originals.items():
-            setattr(cls, method, timer.wrap(names[method], original))
+            wrapped = measured_round(original) if method == "expert_round" else original
+            setattr(cls, method, timer.wrap(names[method], wrapped))
         try:  # the trainer prints its logs to stdout: keep stdout for the JSON alone
-            with contextlib.redirect_stdout(sys.stderr):
+            with contextlib.redirect_stdout(sys.stderr), memory:
                 train_grpo.main(flags, callbacks=[StepClock()])
         finally:
             for (cls, method), original in originals.items():
@@ -183,6 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
         "threads": os.environ.get("OMP_NUM_THREADS", "all cores (OMP_NUM_THREADS unset)"),
         "cpu": cpu_model(),
         "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),  # Linux: KiB
+        "loading_rss_peak_gb": _gb(loading_peak[0] if loading_peak else None),
         "git": git_state(),
         "steps": steps,
         "summary": step_summary,

@@ -328,6 +328,14 @@ class FleetScriptArguments:
     expert_iteration_learning_rate: float = field(
         default=1.0e-4, metadata={"help": "Expert iteration: the SFT pass's AdamW learning rate."}
     )
+    release_freed_memory: bool = field(
+        default=True,
+        metadata={
+            "help": "Give freed memory back to the system at each step's end, within an expert iteration "
+            "round and after training (glibc's malloc_trim; fleet_rl/training/memory_release.py): keeps a "
+            "CPU run's resident memory near what it uses, so two runs fit side by side. Linux only."
+        },
+    )
     max_seq_length: int = field(
         default=4096,
         metadata={"help": "Unsloth: maximum prompt + completion length the model is loaded for."},

@@ -61,6 +61,7 @@ from torch import nn
 from transformers import TrainerCallback
 
 from fleet_rl.training.heldout import generate_ids, prompt_ids
+from fleet_rl.training.memory_release import ReleaseFreedMemory, release_freed_memory
 from fleet_rl.training.plan_repairs import repair_answer
 from fleet_rl.training.self_imitation import SelfImitationTrainer, StoredAnswer
 
@@ -204,6 +205,8 @@ class ExpertIterationTrainer(SelfImitationTrainer):
                 self.expert_iteration_generation_batch_size,
                 temperature=self.temperature,
             )
+        if any(isinstance(callback, ReleaseFreedMemory) for callback in self.callback_handler.callbacks):
+            release_freed_memory()  # the generation's freed memory back before the SFT pass's
         eos = set(self.eos_token_ids)
         texts = tokenizer.batch_decode(continuations, skip_special_tokens=True)
         ended = [bool(ids) and ids[-1] in eos for ids in continuations]

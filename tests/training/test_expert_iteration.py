@@ -193,6 +193,23 @@ def test_nothing_kept_trains_nothing(tiny_dir, tmp_path, monkeypatch):
     assert all(torch.equal(before[name], p) for name, p in trainer.model.named_parameters())
 
 
+def test_a_round_releases_freed_memory_after_sampling_when_the_run_does(
+    tiny_dir, tmp_path, crashing_answers, monkeypatch
+):
+    from fleet_rl.training.memory_release import ReleaseFreedMemory
+
+    released = []
+    monkeypatch.setattr(
+        expert_iteration, "release_freed_memory", lambda: released.append(len(crashing_answers))
+    )
+    trainer = trainer_on(tiny_dir, tmp_path)
+    trainer.expert_round()
+    assert released == []  # a run without the callback (--release_freed_memory false) releases nothing
+    trainer.add_callback(ReleaseFreedMemory())
+    trainer.expert_round()
+    assert released == [2]  # once, after the round's (second) sampling
+
+
 def test_the_kept_answers_join_the_self_imitation_buffer(tiny_dir, tmp_path, crashing_answers):
     trainer = trainer_on(tiny_dir, tmp_path, self_imitation_coef=0.1)
     trainer.expert_round()
