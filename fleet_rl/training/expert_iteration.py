@@ -25,9 +25,10 @@ Every ``expert_iteration_every`` GRPO steps (not after the last), one round:
    (default 0.3: ``fleet_reward``'s level for a plan under which every job runs);
 5. trains the policy on the kept answers for ``expert_iteration_epochs`` passes in batches of
    ``expert_iteration_batch_size``: the mean negative log-likelihood of the answer's tokens (the same
-   temperature-scaled log-probabilities as GRPO's loss), a fresh AdamW at ``expert_iteration_learning_rate``
-   on the trainable parameters, gradients clipped at ``max_grad_norm``. GRPO's optimizer and schedule are
-   left as they were.
+   temperature-scaled log-probabilities as GRPO's loss; each answer's forward and backward pass on its own,
+   unpadded, the batch's gradient accumulated), a fresh AdamW at ``expert_iteration_learning_rate`` on the
+   trainable parameters, gradients clipped at ``max_grad_norm``. GRPO's optimizer and schedule are left as
+   they were.
 
 With self-imitation on, the kept answers also join its buffer and are replayed at the later steps.
 
@@ -294,16 +295,31 @@ class ExpertIterationTrainer(SelfImitationTrainer):
             for _ in range(self.expert_iteration_epochs):
                 order = rng.sample(targets, len(targets))
                 for start in range(0, len(order), size):
-                    loss = self._answers_nll(self.model, order[start : start + size])
-                    loss.backward()
+                    losses.append(self._batch_gradients(order[start : start + size]))
                     if self.args.max_grad_norm:
                         torch.nn.utils.clip_grad_norm_(parameters, self.args.max_grad_norm)
                     optimizer.step()
                     optimizer.zero_grad(set_to_none=True)
-                    losses.append(float(loss.detach()))
         finally:
             self.model.train(was_training)
         return losses
+
+    def _batch_gradients(self, batch: list[StoredAnswer]) -> float:
+        """Accumulate the gradient of ``batch``'s mean negative log-likelihood per loss-carrying token (the
+        batch's ``_answers_nll``) one answer at a time; returns that loss. Each answer's forward pass is
+        unpadded and its activations are freed by its own backward pass: on SmolLM2 four ~1,100-token
+        answers peaked at 9.2 GiB as one padded batch and 3.8 GiB one at a time (docs/training.md
+        "Memory"). The gradient is the batch's, up to float rounding, where the batch needs no padding;
+        with prompts of different lengths each answer's positions start at 0, as when it was sampled,
+        where a left-padded batch shifts the shorter prompts' positions by their padding."""
+        tokens = sum(sum(answer.loss_mask) for answer in batch)
+        total = 0.0
+        for answer in batch:
+            share = sum(answer.loss_mask) / tokens if tokens else 0.0  # its tokens' part of the batch mean
+            loss = self._answers_nll(self.model, [answer]) * share
+            loss.backward()
+            total += float(loss.detach())
+        return total
 
     def _write_round(self, step: int, figures: dict, kept: list[dict]) -> None:
         """The round's figures and kept answers as JSON under ``output_dir`` (whole or not at all)."""

@@ -182,6 +182,37 @@ def test_the_sft_pass_raises_the_kept_answers_likelihood(tiny_dir, tmp_path, cra
     assert _nll(trainer, answers) < 0.8 * _nll(untrained, answers)
 
 
+def test_the_sft_batch_gradient_is_accumulated_one_answer_at_a_time(tiny_dir, tmp_path):
+    trainer = trainer_on(tiny_dir, tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    prompt = trainer._prompt_token_ids(tokenizer, ROWS[:1])[0]
+    # one prompt and answers of one length, with different tokens and loss masks: the batch needs no padding
+    # (a left-padded batch shifts a shorter prompt's positions, which each answer on its own does not, and
+    # any padding sends sdpa down its masked kernel, which rounds differently: ~0.4 % of the gradient here)
+    crashing = tokenizer.encode(CRASHING, add_special_tokens=False)
+    answers = [
+        StoredAnswer(prompt, crashing[:40], [1] * 40, 0.5, 0),
+        StoredAnswer(prompt, crashing[40:80], [1] * 3 + [0] * 35 + [1] * 2, 0.4, 0),
+    ]
+    parameters = [p for p in trainer.model.parameters() if p.requires_grad]
+
+    trainer.model.zero_grad(set_to_none=True)
+    batched = trainer._answers_nll(trainer.model, answers)
+    batched.backward()
+    expected = [p.grad.clone() for p in parameters]
+    trainer.model.zero_grad(set_to_none=True)
+    loss = trainer._batch_gradients(answers)
+    assert loss == pytest.approx(float(batched), rel=1e-5)
+    got = torch.cat([p.grad.flatten() for p in parameters])
+    want = torch.cat([g.flatten() for g in expected])
+    # each answer weighed by its share of the batch's loss tokens, not equally: the equal mean is farther off
+    trainer.model.zero_grad(set_to_none=True)
+    sum(trainer._answers_nll(trainer.model, [answer]) / len(answers) for answer in answers).backward()
+    equal = torch.cat([p.grad.flatten() for p in parameters])
+    assert float((got - want).norm() / want.norm()) < 0.01  # float rounding (the tiny random model: ~0.2 %)
+    assert float((equal - want).norm() / want.norm()) > 0.03
+
+
 def test_nothing_kept_trains_nothing(tiny_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(
         expert_iteration, "generate_ids", lambda model, tok, prompts, *a, **k: [[5, 6]] * len(prompts)
