@@ -308,9 +308,10 @@ class ExpertIterationTrainer(SelfImitationTrainer):
         """Accumulate the gradient of ``batch``'s mean negative log-likelihood per loss-carrying token (the
         batch's ``_answers_nll``) one answer at a time; returns that loss. Each answer's forward pass is
         unpadded and its activations are freed by its own backward pass, where a padded batch holds every
-        answer's (``benchmarks/answer_batch_memory.py``; docs/training.md "Memory"). The gradient is the batch's, up to float rounding, where the batch needs no padding;
-        with prompts of different lengths each answer's positions start at 0, as when it was sampled,
-        where a left-padded batch shifts the shorter prompts' positions by their padding."""
+        answer's (``benchmarks/answer_batch_memory.py``; docs/training.md "Memory"). The gradient is the
+        batch's, up to float rounding, where the batch needs no padding; with prompts of different lengths
+        each answer's positions start at 0, as when it was sampled, where a left-padded batch shifts the
+        shorter prompts' positions by their padding."""
         tokens = sum(sum(answer.loss_mask) for answer in batch)
         total = 0.0
         for answer in batch:
