@@ -99,7 +99,7 @@ class PeakRss:
             self._thread.join()
 
     def take(self) -> float | None:
-        """The span's highest RSS in GiB (None without ``/proc``); the next span starts at today's RSS."""
+        """The span's highest RSS in GiB (None without ``/proc``); the next span starts at the RSS now."""
         self._sample()
         with self._lock:
             peak, self._peak_mb = self._peak_mb, rss_mb(os.getpid())

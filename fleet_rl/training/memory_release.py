@@ -1,5 +1,6 @@
-"""Give the memory a CPU run has freed back to the system (glibc's ``malloc_trim``): at each step's end, after
-each expert iteration round, and after each held-out evaluation.
+"""Give the memory a CPU run has freed back to the system (glibc's ``malloc_trim``): at each step's end (after
+its expert iteration round), between a round's sampling and its SFT pass, after training, and after each
+held-out evaluation.
 
 Why: glibc's ``malloc`` maps an allocation of at least ``M_MMAP_THRESHOLD`` bytes on its own and unmaps it on
 free, but each such free raises the threshold to the freed block's size (up to 32 MiB on 64-bit). Once a
