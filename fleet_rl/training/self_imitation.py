@@ -29,6 +29,7 @@ Logged per step: ``self_imitation/stored`` (answers stored this step), ``self_im
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -39,6 +40,7 @@ import torch
 
 from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer
 from fleet_rl.training.flat_span import FLAT_SPAN
+from fleet_rl.training.precomputed_gradient import sum_one_at_a_time
 
 __all__ = [
     "BUFFER_FILE",
@@ -213,9 +215,28 @@ class SelfImitationTrainer(FlatGroupResamplingTrainer):
 
     def _imitation_nll(self, model) -> torch.Tensor:
         """Mean negative log-likelihood per loss-carrying token of a draw of stored answers, under ``model``
-        (the same temperature-scaled log-probabilities as GRPO's loss)."""
+        (the same temperature-scaled log-probabilities as GRPO's loss). In one process, without reentrant
+        gradient checkpointing, each answer runs alone, unpadded, its forward and backward pass done before
+        the next's (``fleet_rl/training/precomputed_gradient.py``): the step holds one answer's activations,
+        not the draw's until the trainer's backward pass."""
         rng = random.Random(f"{self.args.seed}-{self.state.global_step}-{self.accelerator.process_index}")
-        return self._answers_nll(model, self.imitation_buffer.draw(self.self_imitation_batch_size, rng))
+        answers = self.imitation_buffer.draw(self.self_imitation_batch_size, rng)
+        reentrant = self.args.gradient_checkpointing and (self.args.gradient_checkpointing_kwargs or {}).get(
+            "use_reentrant", False
+        )  # transformers 5 checkpoints without reentry unless told to
+        if self.accelerator.unwrap_model(model) is not model or reentrant:
+            return self._answers_nll(model, answers)  # hooks, reentrant checkpointing: the trainer's backward
+        tokens = max(sum(sum(answer.loss_mask) for answer in answers), 1)
+        parts = [
+            functools.partial(self._weighted_answer_nll, model, answer, sum(answer.loss_mask) / tokens)
+            for answer in answers
+        ]
+        return sum_one_at_a_time(parts, list(model.parameters()))
+
+    def _weighted_answer_nll(self, model, answer: StoredAnswer, share: float) -> torch.Tensor:
+        """One answer's mean negative log-likelihood per loss-carrying token times ``share``, its tokens'
+        part of the draw's: the parts of the draw's mean, one unpadded answer each."""
+        return self._answers_nll(model, [answer]) * share
 
     def _answers_nll(self, model, answers: list[StoredAnswer]) -> torch.Tensor:
         """Mean negative log-likelihood per loss-carrying token of ``answers`` under ``model``, one batch."""

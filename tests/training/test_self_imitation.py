@@ -206,3 +206,32 @@ def _mean_nll(trainer, model, answers) -> float:
     trainer.self_imitation_batch_size = len(answers)
     with torch.no_grad():
         return float(trainer._imitation_nll(model))
+
+
+def test_the_replayed_answers_gradient_is_the_batchs_one_answer_at_a_time(tiny_dir, tmp_path):
+    """Each replayed answer's forward and backward pass run alone (precomputed_gradient), and whatever the
+    trainer multiplies the loss by still reaches the gradient: the padded batch's, up to rounding."""
+    trainer = trainer_on(tiny_dir, tmp_path, coef=0.5)
+    prompt = list(range(5, 17))
+    # one prompt and answers of one length: the batch needs no padding (see the expert iteration test)
+    trainer.imitation_buffer.offer(StoredAnswer(prompt, list(range(20, 60)), [1] * 40, 0.5, 0))
+    second = StoredAnswer(prompt[::-1], list(range(60, 100)), [1] * 3 + [0] * 37, 0.4, 0)
+    trainer.imitation_buffer.offer(second)
+    answers = trainer.imitation_buffer.answers()
+    parameters = [p for p in trainer.model.parameters() if p.requires_grad]
+
+    trainer.model.zero_grad(set_to_none=True)
+    batched = trainer._answers_nll(trainer.model, answers)
+    (4.0 * batched).backward()
+    want = torch.cat([p.grad.flatten() for p in parameters])
+    trainer.model.zero_grad(set_to_none=True)
+    one_at_a_time = trainer._imitation_nll(trainer.model)
+    assert type(one_at_a_time.grad_fn).__name__ == "_PrecomputedGradientBackward"
+    assert all(p.grad is None for p in parameters)  # nothing lands before the trainer's backward pass
+    (4.0 * one_at_a_time).backward()
+    got = torch.cat([p.grad.flatten() for p in parameters])
+    assert float(one_at_a_time.detach()) == pytest.approx(float(batched.detach()), rel=1e-4)
+    assert float((got - want).norm() / want.norm()) < 0.01
+    # reentrant checkpointing refuses torch.autograd.grad: the draw is one batch for the trainer's backward
+    trainer.args.gradient_checkpointing_kwargs = {"use_reentrant": True}
+    assert type(trainer._imitation_nll(trainer.model).grad_fn).__name__ != "_PrecomputedGradientBackward"
