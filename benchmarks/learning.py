@@ -44,12 +44,16 @@ exact command, CPU, package versions and git commit. A start that imitated the e
 ``--reuse`` keeps a seed's finished result from an earlier run of the same command in ``--work_dir``, if it
 was evaluated on today's held-out scenarios (the same ``scenario_fingerprint``; otherwise it says so and
 trains the seed afresh); without it each seed's directory there is cleared and trained afresh. The work
-dir defaults to ``outputs/learning/<preset>``.
+dir defaults to ``outputs/learning/<preset>``. ``--eval_checkpoints 30`` also answers with each seed's
+``checkpoint-30`` (``benchmarks/learning_checkpoints.py``): a longer run shows where along it the policy
+gained, paired against the start and the final policy; with ``--reuse`` a finished run gains the
+checkpoints it lacks, nothing trained again.
 
 The parts, one module each: ``learning_train`` (one seed through ``train_grpo.main``), ``learning_evaluate``
 (the held-out answers, scored), ``learning_start_cache``, ``learning_statistics`` (the paired bootstrap),
-``learning_run`` (every seed, aggregated), ``learning_render`` (the README table) and ``learning_compare``
-(two results on the same scenarios, paired: ``--compare``); this file is the command line.
+``learning_checkpoints`` (earlier checkpoints), ``learning_run`` (every seed, aggregated),
+``learning_render`` (the README table) and ``learning_compare`` (two results on the same scenarios, paired:
+``--compare``); this file is the command line.
 """
 
 from __future__ import annotations
@@ -127,6 +131,15 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         help="plans per held-out revision episode, the kernel's verdict between them (1: one plan; default "
         "3 when the preset has episode_mode revise, else 1)",
     )
+    parser.add_argument(
+        "--eval_checkpoints",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="STEP",
+        help="also answer the held-out scenarios with each seed's checkpoint-STEP (e.g. 30 in a 45-step run; "
+        "keep them with --save_total_limit); with --reuse, only those a finished seed lacks",
+    )
     parser.add_argument("--bootstrap_resamples", type=int, default=BOOTSTRAP_RESAMPLES)
     parser.add_argument("--output", help="the JSON result, e.g. benchmarks/results/learning_<preset>.json")
     parser.add_argument("--work_dir", help="training runs, one per seed (default outputs/learning/<preset>)")
@@ -161,6 +174,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error(f"{', '.join(clashing)}: set by the benchmark (use --seeds and --work_dir)")
     if args.eval_scenarios < 1 or not args.seeds or len(set(args.seeds)) != len(args.seeds):
         parser.error("--eval_scenarios must be positive and --seeds distinct")
+    if any(step < 1 for step in args.eval_checkpoints):
+        parser.error(f"--eval_checkpoints takes positive steps, got {args.eval_checkpoints}")
     if args.eval_max_turns is not None and not 1 <= args.eval_max_turns <= 16:
         parser.error(f"--eval_max_turns must be 1 to 16, got {args.eval_max_turns}")
     if args.eval_dataset_seed is None:

@@ -124,6 +124,25 @@ def _first_plans(result: dict) -> str | None:
     )
 
 
+def _checkpoints(result: dict) -> str | None:
+    """One line for ``--eval_checkpoints``: each earlier checkpoint's mean % of optimum on the same scenarios,
+    its paired gain over the start (per seed) and the final policy's over it. ``None`` without them."""
+    checkpoints = result.get("checkpoints")
+    if not checkpoints:
+        return None
+    parts = []
+    for step, figures in checkpoints.items():
+        gain, rest = figures["minus_start"], figures["final_minus_this"]
+        per_seed = ", ".join(_signed(delta, 1) for delta in gain["per_seed"])
+        parts.append(
+            f"step {step}: {figures['percent_of_optimum']:.1f} %, {_signed(gain['mean'], 1)} "
+            f"[{_signed(gain['ci95'][0], 1)}, {_signed(gain['ci95'][1], 1)}] over the start ({per_seed}); "
+            f"the final policy {_signed(rest['mean'], 1)} [{_signed(rest['ci95'][0], 1)}, "
+            f"{_signed(rest['ci95'][1], 1)}] over it"
+        )
+    return "Earlier checkpoints on the same scenarios, mean % of optimum: " + "; ".join(parts) + "."
+
+
 def _settings_by_seed(result: dict) -> str | None:
     """One line: per seed and job kind, the distinct settings (tensor_parallel, formats, kv_cache) of the
     greedy answers, start → after (``fleet_rl.training.setting_variety``). One or two per kind is a template;
@@ -213,6 +232,7 @@ def render(result: dict) -> str:
     ]
     for line in (
         _first_plans(result),
+        _checkpoints(result),
         _faults_by_seed(result),
         _placement_by_seed(result),
         _settings_by_seed(result),

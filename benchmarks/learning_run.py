@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.learning_checkpoints import aggregate_checkpoints, evaluate_checkpoints
 from benchmarks.learning_evaluate import (
     baseline_summaries,
     eval_rows,
@@ -184,6 +185,9 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         if earlier.get("fingerprint") == fingerprint:
             if earlier.get("scenario_fingerprint") == scenario_fingerprint:
                 print(f"learning benchmark: reusing seed {seed} from {saved}", file=sys.stderr)
+                if args.eval_checkpoints:
+                    parsed = train_grpo.parse_args(without_resume(earlier["train_argv"]))
+                    evaluate_checkpoints(earlier, output_dir, args.eval_checkpoints, settings, parsed, saved)
                 seeds.append(earlier)
                 start_cache.setdefault(os.path.realpath(earlier["start_model"]), earlier["start"])
                 continue
@@ -244,6 +248,8 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         }
         result["memory_gb_after_seed"] = _memory_gb()  # one process trains every seed: watch it grow
         saved.write_text(json.dumps(result, indent=1))
+        if args.eval_checkpoints:
+            evaluate_checkpoints(result, output_dir, args.eval_checkpoints, settings, parsed, saved)
         seeds.append(result)
 
     starts = [seed["start"] for seed in seeds]
@@ -285,6 +291,8 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "baselines": baselines,
         # revision episodes (eval_max_turns > 1): the first plans' scores beside the final ones, else None
         "first_plan": first_plan,
+        # --eval_checkpoints: the same held-out answers from earlier checkpoints of every seed, else None
+        "checkpoints": aggregate_checkpoints(seeds, args.bootstrap_resamples),
         "delta_percent_points": paired["percent_of_optimum"]["mean"],
         "delta_ci95": paired["percent_of_optimum"]["ci95"],
         "delta_per_seed": paired["percent_of_optimum"]["per_seed"],

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from benchmarks import learning_run, scenario_fingerprint
+from benchmarks import learning_checkpoints, learning_run, scenario_fingerprint
 from benchmarks.learning import (
     BASELINE_NAMES,
     METRICS,
@@ -620,3 +620,48 @@ def test_a_start_from_an_earlier_warm_start_is_named(tmp_path):
     assert described == f"an earlier 40-step SFT warm start on random_split plans ({tmp_path}) (NF4 base)"
     model_args.model_name_or_path, model_args.load_in_4bit = str(tmp_path / "absent"), False
     assert learning_run._start_description(script_args, model_args) == "base model, zero-shot"
+
+
+# --- earlier checkpoints (--eval_checkpoints) ----------------------------------------------------------
+
+
+def test_reuse_adds_the_checkpoints_a_finished_run_lacks_and_renders_them(tmp_path, monkeypatch):
+    args, train_flags, fingerprint = _reuse_args(tmp_path)
+    args.eval_checkpoints = [2]
+    today = today_scenario_fingerprint(TINY_SETTINGS)
+    paths = {}
+    for seed, start, after in ((0, [10.0, 20.0, 30.0], [20.0, 20.0, 40.0]), (1, [0.0] * 3, [10.0, 0.0, 5.0])):
+        saved = _saved_seed(seed, fingerprint, start, after, today)
+        saved["train_argv"] = ["--config", "configs/tiny_cpu.yaml", *train_flags, "--seed", str(seed),
+                               "--output_dir", str(tmp_path / f"seed-{seed}")]  # fmt: skip
+        paths[seed] = _save_seed(tmp_path, seed, saved)
+        (tmp_path / f"seed-{seed}" / "checkpoint-2").mkdir()
+        (tmp_path / f"seed-{seed}" / "checkpoint-2" / "adapter_config.json").write_text("{}")
+    evaluated = []
+
+    def fake_evaluate(base, adapter, settings, parsed):
+        evaluated.append((base, adapter))
+        return _evaluation([15.0, 20.0, 35.0] if "seed-0" in adapter else [5.0, 0.0, 5.0])
+
+    monkeypatch.setattr(learning_checkpoints, "evaluate", fake_evaluate)
+    monkeypatch.setattr(learning_run, "train_seed", lambda *a: pytest.fail("a saved seed was retrained"))
+    result = run(args, train_flags, ["python", "benchmarks/learning.py"])
+    assert evaluated == [  # the LoRA checkpoint on the seed's start
+        (f"outputs/x/seed-{seed}/warm-start", str(tmp_path / f"seed-{seed}" / "checkpoint-2"))
+        for seed in (0, 1)
+    ]
+    step = result["checkpoints"]["2"]
+    assert step["percent_of_optimum"] == pytest.approx(80.0 / 6)
+    assert step["minus_start"]["per_seed"] == pytest.approx([10.0 / 3, 10.0 / 3])
+    assert step["final_minus_this"]["mean"] == pytest.approx(95.0 / 6 - 80.0 / 6)
+    assert "2" in json.loads(paths[0].read_text())["checkpoints"]  # stored with the seed
+    line = next(line for line in render(result).splitlines() if line.startswith("Earlier checkpoints"))
+    assert "step 2: 13.3 %, +3.3" in line and "(+3.3, +3.3)" in line and "the final policy +2.5" in line
+
+    evaluated.clear()
+    run(args, train_flags, ["python", "benchmarks/learning.py"])
+    assert evaluated == []  # already there: nothing evaluated again
+    args.eval_checkpoints = [1]
+    with pytest.raises(SystemExit, match=r"checkpoint-1 is missing \(checkpoints there: \[2\]\)"):
+        run(args, train_flags, ["python", "benchmarks/learning.py"])
+    assert "Earlier checkpoints" not in render(_result())  # results without them render as before
