@@ -95,13 +95,18 @@ def evaluate(base: str, adapter: str | None, settings: dict, parsed) -> dict:
         raise RuntimeError("the held-out answers do not line up with the held-out rows")
     completions = [sample["completion"] for sample in samples]
     per_scenario = per_scenario_metrics(rows, completions)
+    # every answer, in the rows' order, to read later without answering again: kept with the seed (its
+    # learning_seed.json, the start cache), not in the result
+    answers = {"completions": completions}
     if "first_completion" in samples[0]:  # revision episodes: the first plans' scores beside the final ones
-        first = per_scenario_metrics(rows, [sample["first_completion"] for sample in samples])
+        answers["first_completions"] = [sample["first_completion"] for sample in samples]
+        first = per_scenario_metrics(rows, answers["first_completions"])
         per_scenario["first_percent_of_optimum"] = first["percent_of_optimum"]
     return {
         "summary": report,
         "per_scenario": per_scenario,
         "samples": completions[:3],
+        **answers,
         "wall_s": time.perf_counter() - started,
     }
 

@@ -581,15 +581,22 @@ def test_tiny_preset_end_to_end(tmp_path):
         "| policy |"
     )  # stdout is the table; training logs go to stderr
 
-    # --reuse keeps both finished seeds: same numbers, no training
+    seed0 = json.loads((tmp_path / "work" / "seed-0" / "learning_seed.json").read_text())
+    assert len(seed0["after"]["completions"]) == 4  # every held-out answer, kept with the seed
+
+    # --reuse keeps both finished seeds: same numbers, no training; it adds checkpoint-1's answers
     again = subprocess.run(
-        [*command, "--reuse"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
-    )
+        [*command, "--reuse", "--eval_checkpoints", "1"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
     assert again.returncode == 0, again.stderr[-4000:]
     reused = json.loads(output.read_text())
     assert reused["delta_percent_points"] == result["delta_percent_points"]
     assert reused["per_scenario"] == result["per_scenario"]
     assert "reusing seed 0" in again.stderr and "training in" not in again.stderr
+    at_step_1 = reused["checkpoints"]["1"]
+    assert [summary["num_scenarios"] for summary in at_step_1["per_seed"]] == [4, 4]
+    assert 0.0 <= at_step_1["percent_of_optimum"] <= 100.0 and len(at_step_1["minus_start"]["per_seed"]) == 2
 
     # seed 1 as if killed after its first step: --reuse resumes it from checkpoint-1
     seed1 = tmp_path / "work" / "seed-1"
