@@ -4,17 +4,17 @@
     python benchmarks/answer_batch_memory.py --model runs/preset/warm-start --lengths 1100 1000 900 1050
     python benchmarks/answer_batch_memory.py --model runs/preset/warm-start --lengths 1100 1000  # replayed
 
-Expert iteration's SFT pass (fleet_rl/training/expert_iteration.py) trains on kept answers with their
-prompts, ~1,100 SmolLM2 tokens each on the sized prompt, and self-imitation replays two stored answers a
-step (fleet_rl/training/self_imitation.py). A padded batch keeps every answer's activations (and, with
-padding, sdpa's masked attention weights) until its backward pass; one unpadded answer at a time keeps one
-answer's, whether each has its own backward pass (``one_at_a_time``, the SFT pass) or each is differentiated
-alone and their sum gets one backward pass later (``precomputed``, the replay:
-fleet_rl/training/precomputed_gradient.py). This runs the three on random tokens of ``--lengths`` with
-the model in fp32 (every weight trained: an upper bound for LoRA), a forward pass over the last 257
-positions' logits (an answer of 256 tokens and its prompt's last) and a backward pass of their mean
-log-sum-exp, ``--repeats`` times each, and prints each try's peak RSS (``benchmarks.process_memory.PeakRss``,
-glibc's freed pages returned before each try) and seconds. Measure alone: another process changes both.
+Expert iteration's SFT pass (fleet_rl/training/expert_iteration.py) trains on kept answers with their prompts,
+~1,100 SmolLM2 tokens each on the sized prompt, and self-imitation replays two stored answers a step
+(fleet_rl/training/self_imitation.py). A padded batch keeps every answer's activations (and, with padding,
+sdpa's masked attention weights) until its backward pass; one unpadded answer at a time keeps one answer's,
+whether each has its own backward pass (``one_at_a_time``, how the SFT pass ran at commit 3d32689) or each is
+differentiated alone and their sum gets one backward pass later (``precomputed``, how both run now:
+fleet_rl/training/precomputed_gradient.py). This runs the three on random tokens of ``--lengths`` with the
+model in fp32 (every weight trained: an upper bound for LoRA), a forward pass over the last 257 positions'
+logits (an answer of 256 tokens and its prompt's last) and a backward pass of their mean log-sum-exp,
+``--repeats`` times each, and prints each try's peak RSS (``benchmarks.process_memory.PeakRss``, glibc's freed
+pages returned before each try) and seconds. Measure alone: another process changes both.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def _answer_loss(model, ids, count: int):
 
 def one_try(model, lengths: list[int], mode: str, seed: int) -> dict:
     """One forward and backward pass over ``lengths``: a padded batch, each answer with its own backward pass
-    (``one_at_a_time``, expert iteration's SFT pass) or each answer differentiated alone and their sum
-    given one backward pass (``precomputed``, self-imitation's replay)."""
+    (``one_at_a_time``) or each answer differentiated alone and their sum given one backward pass
+    (``precomputed``: expert iteration's SFT pass and self-imitation's replay)."""
     import torch
 
     from benchmarks.process_memory import PeakRss

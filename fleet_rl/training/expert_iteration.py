@@ -306,20 +306,12 @@ class ExpertIterationTrainer(SelfImitationTrainer):
 
     def _batch_gradients(self, batch: list[StoredAnswer]) -> float:
         """Accumulate the gradient of ``batch``'s mean negative log-likelihood per loss-carrying token (the
-        batch's ``_answers_nll``) one answer at a time; returns that loss. Each answer's forward pass is
-        unpadded and its activations are freed by its own backward pass, where a padded batch holds every
-        answer's (``benchmarks/answer_batch_memory.py``; docs/training.md "Memory"). The gradient is the
-        batch's, up to float rounding, where the batch needs no padding; with prompts of different lengths
-        each answer's positions start at 0, as when it was sampled, where a left-padded batch shifts the
-        shorter prompts' positions by their padding."""
-        tokens = sum(sum(answer.loss_mask) for answer in batch)
-        total = 0.0
-        for answer in batch:
-            share = sum(answer.loss_mask) / tokens if tokens else 0.0  # its tokens' part of the batch mean
-            loss = self._answers_nll(self.model, [answer]) * share
-            loss.backward()
-            total += float(loss.detach())
-        return total
+        batch's ``_answers_nll``) one unpadded answer at a time (``_answers_nll_one_at_a_time``); returns
+        that loss. A padded batch holds every answer's activations until its backward pass
+        (``benchmarks/answer_batch_memory.py``; docs/training.md "Memory")."""
+        loss = self._answers_nll_one_at_a_time(self.model, batch)
+        loss.backward()
+        return float(loss.detach())
 
     def _write_round(self, step: int, figures: dict, kept: list[dict]) -> None:
         """The round's figures and kept answers as JSON under ``output_dir`` (whole or not at all)."""

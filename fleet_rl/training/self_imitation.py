@@ -226,6 +226,13 @@ class SelfImitationTrainer(FlatGroupResamplingTrainer):
         )  # transformers 5 checkpoints without reentry unless told to
         if self.accelerator.unwrap_model(model) is not model or reentrant:
             return self._answers_nll(model, answers)  # hooks, reentrant checkpointing: the trainer's backward
+        return self._answers_nll_one_at_a_time(model, answers)
+
+    def _answers_nll_one_at_a_time(self, model, answers: list[StoredAnswer]) -> torch.Tensor:
+        """``_answers_nll`` of ``answers`` (the batch's mean per loss-carrying token), each answer run alone
+        and unpadded, its gradient taken before the next runs (``sum_one_at_a_time``): the batch's value and
+        gradient up to float rounding, one answer's activations held at a time. Where a left-padded batch
+        shifts a shorter prompt's positions, each answer's start at 0, as when it was sampled."""
         tokens = max(sum(sum(answer.loss_mask) for answer in answers), 1)
         parts = [
             functools.partial(self._weighted_answer_nll, model, answer, sum(answer.loss_mask) / tokens)
