@@ -249,6 +249,10 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
         extensions["explore_repair_rate"] = script_args.explore_repair_rate
         if script_args.explore_repair_place_omitted:  # the jobs an answer leaves out placed too
             extensions["explore_repair_place_omitted"] = True
+        if script_args.explore_repair_too_slow:  # the jobs under their floors repaired too
+            extensions["explore_repair_too_slow"] = True
+        if script_args.explore_repair_draws > 1:  # the best of that many repairs by fleet_reward
+            extensions["explore_repair_draws"] = script_args.explore_repair_draws
     if script_args.sample_every_job:  # training answers name every job before closing the list
         extensions["sample_every_job"] = True
         if script_args.sample_every_job_share < 1:  # the rest of each group samples freely

@@ -150,6 +150,21 @@ class FleetScriptArguments:
             "job out (fleet_rl/training/plan_repairs.py). Ignored while explore_repair_rate is 0."
         },
     )
+    explore_repair_too_slow: bool = field(
+        default=False,
+        metadata={
+            "help": "explore_repair_rate: the repairs also rewrite each job the kernel's verdict marks under "
+            "its throughput floor (too_slow) to one of its Fits settings on its own GPUs, as a crashed job "
+            "(fleet_rl/training/plan_repairs.py). Ignored while explore_repair_rate is 0."
+        },
+    )
+    explore_repair_draws: int = field(
+        default=1,
+        metadata={
+            "help": "explore_repair_rate: draw this many repairs of each repaired answer and keep the one "
+            "fleet_reward ranks first (plan_repairs.best_repair); 1: one random repair. At least 1."
+        },
+    )
     sample_every_job: bool = field(
         default=False,
         metadata={

@@ -193,6 +193,11 @@ def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> No
     for name, rate in rates.items():
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"{name} must be in [0, 1) (0: off; a share of the answers), got {rate}")
+    if script_args.explore_repair_draws < 1:
+        raise ValueError(
+            f"explore_repair_draws is how many repairs to draw per repaired answer, at least 1: got "
+            f"{script_args.explore_repair_draws}"
+        )
     if sum(rates.values()) > 1.0:
         raise ValueError(
             f"explore_edit_rate + explore_repair_rate is a share of the answers, at most 1: got "

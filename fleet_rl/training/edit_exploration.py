@@ -22,6 +22,9 @@ left as sampled. ``repairs/share`` and ``repairs/advantage`` log them as the ``e
 With ``explore_repair_place_omitted: true`` the repairs also place the jobs an answer leaves out (one
 replica at a ``Fits`` setting, as expert iteration's repairs do): on medium scenarios the policy's answers
 mostly name the first job alone, and a repair of the crash alone leaves the plan failing on the idle jobs.
+With ``explore_repair_too_slow: true`` a job under its throughput floor is repaired as a crashed one is, and
+with ``explore_repair_draws: n`` each repaired answer is the best of ``n`` repairs by ``fleet_reward``
+(``plan_repairs.best_repair``): the kernel picks which of the settings that fit the policy is shown.
 
 Only whole answers that ended (EOS) and whose plan parses are edited, on whole-plan rows (multi-agent rows
 ask for one job and are left alone), in training (evaluation stays the policy's own answers), and with
@@ -37,8 +40,9 @@ from __future__ import annotations
 import random
 
 from fleet_rl.training.plan_edits import edit_answer
-from fleet_rl.training.plan_repairs import repair_answer
+from fleet_rl.training.plan_repairs import best_repair
 from fleet_rl.training.turn_credit import TurnCreditTrainer
+from rewards import fleet_reward
 
 __all__ = ["EditExplorationTrainer"]
 
@@ -46,7 +50,8 @@ __all__ = ["EditExplorationTrainer"]
 class EditExplorationTrainer(TurnCreditTrainer):
     """``TurnCreditTrainer`` that, with ``explore_edit_rate > 0``, edits that share of the training answers,
     and with ``explore_repair_rate > 0`` repairs that share, placing the jobs an answer leaves out too with
-    ``explore_repair_place_omitted`` (module docstring); both rates 0 is its parent."""
+    ``explore_repair_place_omitted``, the jobs under their floors too with ``explore_repair_too_slow``, the
+    best of ``explore_repair_draws`` repairs (module docstring); both rates 0 is its parent."""
 
     def __init__(
         self,
@@ -54,11 +59,19 @@ class EditExplorationTrainer(TurnCreditTrainer):
         explore_edit_rate: float = 0.0,
         explore_repair_rate: float = 0.0,
         explore_repair_place_omitted: bool = False,
+        explore_repair_too_slow: bool = False,
+        explore_repair_draws: int = 1,
         **kwargs,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if explore_repair_draws < 1:
+            raise ValueError(f"explore_repair_draws must be at least 1, got {explore_repair_draws}")
         self.explore_edit_rate, self.explore_repair_rate = explore_edit_rate, explore_repair_rate
         self.explore_repair_place_omitted = explore_repair_place_omitted
+        self.explore_repair_too_slow, self.explore_repair_draws = (
+            explore_repair_too_slow,
+            explore_repair_draws,
+        )
         self._edit_inputs: list[dict] | None = None
         self._edited_rows: list[int] = []  # every row rewritten (edited or repaired)
         self._repaired_rows: list[int] = []
@@ -111,8 +124,14 @@ class EditExplorationTrainer(TurnCreditTrainer):
                 continue
             text = tokenizer.decode(ids, skip_special_tokens=True)
             if repair:
-                edit = repair_answer(
-                    text, values["scenario"], rng, place_omitted=self.explore_repair_place_omitted
+                edit = best_repair(
+                    text,
+                    values["scenario"],
+                    rng,
+                    fleet_reward,
+                    draws=self.explore_repair_draws,
+                    place_omitted=self.explore_repair_place_omitted,
+                    too_slow=self.explore_repair_too_slow,
                 )
             else:
                 edit = edit_answer(text, values["scenario"], rng)

@@ -21,6 +21,17 @@ answer leaves out is placed too: on medium scenarios most of the policy's answer
 and an idle job fails the plan as a crash does. It takes one replica at one of its ``Fits`` settings, on free
 GPUs or GPUs the placed jobs give in whole replicas; a job no setting finds GPUs for stays out.
 
+With ``too_slow`` a job the verdict marks under its throughput floor is repaired too, on its own GPUs in
+whole replicas, to one of its ``Fits`` formats at any tensor parallelism from the smallest that holds it up
+to its GPUs: a smaller format runs each replica faster, a smaller tensor parallelism runs more replicas (a
+training job's data parallelism), a larger one splits a serving replica's batch over more GPUs' bandwidth.
+Which helps depends on the job, and the kernel's reward says which did. On the answers today's SmolLM2
+preset gives the 96 held-out scenarios (``benchmarks/repair_ceiling.py``) 0.2-0.3 of them miss a floor
+once their crashes are repaired.
+
+``best_repair`` draws several repairs of one answer and keeps the one the kernel's reward ranks first: the
+repair is a random draw among the settings that fit, and the best of a few is the one worth imitating.
+
 Nothing is read from the optimum or from the kernel's throughput: the verdict names which jobs failed, the
 ``Fits`` line (what the prompt states) says what holds them, and the kernel's reward alone says whether the
 repaired plan is better. Only the repaired jobs' (and donors') ``{...}`` are rewritten, as compact JSON; the
@@ -31,17 +42,19 @@ repair applies.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from fleet_rl.kernel import evaluate
-from fleet_rl.replica_fit import fit_part, replica_fits
+from fleet_rl.replica_fit import ReplicaFit, fit_part, replica_fits, tensor_parallel_sizes
 from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 from fleet_rl.training.plan_edits import PlacedAnswer
 from rewards.parsing import parse_plan
 
-__all__ = ["REPAIRED_STATUSES", "repair_answer"]
+__all__ = ["REPAIRED_STATUSES", "best_repair", "repair_answer"]
 
 REPAIRED_STATUSES = ("oom", "unsupported", "unstable", "invalid")
+SLOW_STATUS = "too_slow"  # repaired with ``too_slow``: placed and running, under its min_tokens_per_s
 
 
 def _take_gpus(parts: dict[str, dict], donors: list[str], needed: int) -> dict[str, dict] | None:
@@ -72,6 +85,13 @@ def _candidates(options: list, gpus: int):
             yield fit, fit.tensor_parallel
 
 
+def _faster(options: list[ReplicaFit], job, gpus: int) -> list[ReplicaFit]:
+    """A slow job's settings: each format of ``options`` at each tensor parallelism from its smallest that
+    holds a replica up to ``gpus``."""
+    sizes = tensor_parallel_sizes(job, gpus)
+    return [ReplicaFit(fit.fmt, size) for fit in options for size in sizes if size >= fit.tensor_parallel]
+
+
 def _place(
     answer: PlacedAnswer, parts: dict[str, dict], job_id: str, options: list, rng: random.Random
 ) -> dict[str, dict] | None:
@@ -90,22 +110,29 @@ def _place(
 
 
 def repair_answer(
-    text: str, scenario: Scenario | str, rng: random.Random, *, place_omitted: bool = False
+    text: str,
+    scenario: Scenario | str,
+    rng: random.Random,
+    *,
+    place_omitted: bool = False,
+    too_slow: bool = False,
 ) -> tuple[str, str] | None:
     """``(repaired text, "repair")`` (module docstring), or ``None``. The repaired text always parses to a
     plan. With ``place_omitted`` each job the answer leaves out (or gives no GPUs) is also placed, after
     the failing jobs are repaired: one replica at one of its ``Fits`` settings, on free GPUs or GPUs the
-    placed jobs give in whole replicas (a job left idle fails the plan as a crash does)."""
+    placed jobs give in whole replicas (a job left idle fails the plan as a crash does). With ``too_slow``
+    the jobs under their throughput floor count as failing."""
     read = PlacedAnswer.read(text, scenario)
     if read is None:
         return None
     answer, scenario, plan = read
     solved = solved_scenario(scenario)
     statuses = {job.id: job.status for job in evaluate(solved, plan).jobs}
+    repaired_statuses = (*REPAIRED_STATUSES, SLOW_STATUS) if too_slow else REPAIRED_STATUSES
     failing = [
         job_id
         for job_id in answer.jobs
-        if job_id in answer.parts and statuses.get(job_id) in REPAIRED_STATUSES
+        if job_id in answer.parts and statuses.get(job_id) in repaired_statuses
     ]
     omitted = [job_id for job_id in answer.jobs if job_id not in answer.parts] if place_omitted else []
     if not failing and not omitted:
@@ -115,6 +142,10 @@ def repair_answer(
     changed: dict[str, dict] = {}
     for job_id in failing:
         options = [fit for fit in fits[job_id] if fit.tensor_parallel is not None]
+        if statuses[job_id] == SLOW_STATUS:
+            options = _faster(
+                options, answer.jobs[job_id], min(parts[job_id]["gpus"], scenario.cluster.count)
+            )
         rng.shuffle(options)
         for fit, gpus in _candidates(options, parts[job_id]["gpus"]):
             repaired = parts[job_id] | fit_part(answer.jobs[job_id], fit, scenario.gpu) | {"gpus": gpus}
@@ -143,3 +174,25 @@ def repair_answer(
         return None
     repaired_text = answer.rewritten(changed, added)
     return (repaired_text, "repair") if parse_plan(repaired_text).plan is not None else None
+
+
+def best_repair(
+    text: str,
+    scenario: Scenario | str,
+    rng: random.Random,
+    score: Callable[[list[str], list], list[float]],
+    *,
+    draws: int = 1,
+    **options,
+) -> tuple[str, str] | None:
+    """The best of ``draws`` repairs of ``text`` (``repair_answer`` with ``options``, each drawn from
+    ``rng`` in turn) by ``score(texts, scenarios)`` (``rewards.fleet_reward``), the first drawn on a tie;
+    ``None`` when no draw repairs anything. One draw is ``repair_answer`` itself, ``score`` unused."""
+    if draws < 1:
+        raise ValueError(f"draws is how many repairs to draw, at least 1: got {draws}")
+    repairs = [repair_answer(text, scenario, rng, **options) for _ in range(draws)]
+    repairs = [repair for repair in repairs if repair is not None]
+    if len(repairs) <= 1:
+        return repairs[0] if repairs else None
+    scores = score([repair[0] for repair in repairs], [scenario] * len(repairs))
+    return repairs[max(range(len(repairs)), key=lambda index: (scores[index], -index))]

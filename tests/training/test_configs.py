@@ -346,6 +346,17 @@ def test_the_trainer_class_follows_the_options():
         JobCreditTrainer,
         {"share_prompt": True, "explore_repair_rate": 0.5, "explore_repair_place_omitted": True},
     )
+    assert trainer_extensions(
+        FleetScriptArguments(explore_repair_rate=0.5, explore_repair_too_slow=True, explore_repair_draws=8)
+    ) == (
+        JobCreditTrainer,
+        {
+            "share_prompt": True,
+            "explore_repair_rate": 0.5,
+            "explore_repair_too_slow": True,
+            "explore_repair_draws": 8,
+        },
+    )
     assert trainer_extensions(FleetScriptArguments(sample_every_job=True)) == (
         JobCreditTrainer,
         {"share_prompt": True, "sample_every_job": True},

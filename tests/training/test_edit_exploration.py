@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import random
 from collections import defaultdict
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from fleet_rl.scenario import Scenario
 from fleet_rl.training.edit_exploration import EditExplorationTrainer
+from fleet_rl.training.plan_repairs import repair_answer
 from fleet_rl.training.shared_prompt import SharedPromptTrainer
+from rewards import fleet_reward
 from rewards.parsing import parse_plan
 from tests.training.two_jobs import SCENARIO, TEMPLATE_PLAN
 
 EOS = 3  # a character-level tokenizer: token i is chr(i); 3 is the end of an answer
 SCENARIO_JSON = SCENARIO.to_json()
 TEMPLATE = TEMPLATE_PLAN
+CHAT_ALONE = Scenario.from_dict(json.loads(SCENARIO_JSON) | {"jobs": json.loads(SCENARIO_JSON)["jobs"][:1]})
 
 
 class _Characters:
@@ -27,12 +33,18 @@ class _Characters:
 
 
 def _bare_trainer(
-    rate: float, seed: int = 0, step: int = 4, repair: float = 0.0, place_omitted: bool = False
+    rate: float,
+    seed: int = 0,
+    step: int = 4,
+    repair: float = 0.0,
+    place_omitted: bool = False,
+    draws: int = 1,
 ) -> EditExplorationTrainer:
     """An EditExplorationTrainer without a model (its parents' generation and scoring are patched)."""
     trainer = object.__new__(EditExplorationTrainer)
     trainer.explore_edit_rate, trainer.explore_repair_rate, trainer.turn_credit = rate, repair, False
     trainer.explore_repair_place_omitted = place_omitted
+    trainer.explore_repair_too_slow, trainer.explore_repair_draws = False, draws
     trainer._edit_inputs, trainer._edited_rows, trainer._repaired_rows, trainer._draw = None, [], [], (-1, 0)
     trainer.model = SimpleNamespace(training=True)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
@@ -70,8 +82,8 @@ def parents(monkeypatch):
     monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
 
 
-def _inputs(agent: str = "") -> list[dict]:
-    return [{"prompt": "p", "scenario": SCENARIO_JSON, "agent": agent}] * ROWS
+def _inputs(agent: str = "", scenario: str = SCENARIO_JSON) -> list[dict]:
+    return [{"prompt": "p", "scenario": scenario, "agent": agent}] * ROWS
 
 
 def test_a_share_of_the_answers_is_edited_and_each_edit_is_a_plan_of_its_own_text(parents):
@@ -148,6 +160,26 @@ def test_repairs_that_place_omitted_jobs_name_every_job(parents):
         assert {job.id for job in plan.jobs} == {"chat", "tune"}
         assert sum(job.gpus for job in plan.jobs) <= SCENARIO.cluster.count
         assert _Characters().decode(output["ids"][row]) == output["completions"][row][0]["content"]
+
+
+def test_the_best_of_several_repairs_by_fleet_reward_is_the_one_trained_on(parents):
+    """Chat alone: the template crashes and its three Fits settings score differently. With 12 draws a
+    repaired row is the best of them by fleet_reward on every row, on the rows one draw repairs."""
+    scenario = CHAT_ALONE.to_json()
+    by_setting = {}
+    for seed in range(30):
+        text, _ = repair_answer(TEMPLATE, scenario, random.Random(seed))
+        (chat,) = parse_plan(text).plan.jobs
+        by_setting[(chat.tensor_parallel, chat.precision.attention)] = fleet_reward([text], [scenario])[0]
+    assert len(by_setting) == 3 and len(set(by_setting.values())) == 3
+    one = _bare_trainer(0.0, repair=0.5)
+    one._generate_and_score_completions(_inputs(scenario=scenario))
+    best = _bare_trainer(0.0, repair=0.5, draws=12)
+    output = best._generate_and_score_completions(_inputs(scenario=scenario))
+    assert best._repaired_rows and best._repaired_rows == one._repaired_rows
+    for row in best._repaired_rows:
+        (chat,) = parse_plan(output["completions"][row][0]["content"]).plan.jobs
+        assert by_setting[(chat.tensor_parallel, chat.precision.attention)] == max(by_setting.values())
 
 
 def test_repairs_and_edits_share_one_draw_per_row(parents):

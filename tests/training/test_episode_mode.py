@@ -62,6 +62,10 @@ def _args(**overrides) -> FleetScriptArguments:
         ({"explore_edit_rate": 1.0}, "explore_edit_rate must be in \\[0, 1\\) \\(0: off; a share"),
         ({"explore_repair_rate": -0.1}, "explore_repair_rate must be in \\[0, 1\\) \\(0: off; a share"),
         (
+            {"explore_repair_rate": 0.5, "explore_repair_draws": 0},
+            "explore_repair_draws is how many repairs to draw per repaired answer, at least 1: got 0",
+        ),
+        (
             {"explore_edit_rate": 0.5, "explore_repair_rate": 0.75},
             "explore_edit_rate \\+ explore_repair_rate is a share of the answers, at most 1: got 0.5 \\+ 0.7",
         ),

@@ -1,10 +1,12 @@
-"""fleet_rl.training.plan_repairs: the jobs the kernel's verdict marks failing take a Fits setting."""
+"""fleet_rl.training.plan_repairs: the jobs the kernel's verdict marks failing take a Fits setting; the
+best of several repairs by fleet_reward."""
 
 from __future__ import annotations
 
 import json
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +15,8 @@ from fleet_rl.baselines import random_split
 from fleet_rl.kernel import evaluate
 from fleet_rl.replica_fit import replica_fits
 from fleet_rl.scenario import Scenario
-from fleet_rl.training.plan_repairs import REPAIRED_STATUSES, repair_answer
+from fleet_rl.training.plan_repairs import REPAIRED_STATUSES, best_repair, repair_answer
+from rewards import fleet_reward
 from rewards.parsing import parse_plan
 from tests.training.two_jobs import BF16, SCENARIO, TEMPLATE_PLAN
 
@@ -189,3 +192,81 @@ def test_placing_omitted_jobs_of_a_random_plan_keeps_it_in_the_cluster_and_names
     assert {job.id for job in jobs} <= {job.id for job in scenario.jobs}
     assert sum(job.gpus for job in jobs) <= scenario.cluster.count
     assert all(job.gpus % job.tensor_parallel == 0 for job in jobs)
+
+
+SLOW_CHAT = Scenario.from_dict(
+    json.loads(SCENARIO.to_json())
+    | {"jobs": [json.loads(SCENARIO.to_json())["jobs"][0] | {"min_tokens_per_s": 700}]}
+)  # chat alone, with a floor its bf16 answer at tensor parallelism 8 (~650 tokens/s) misses
+SLOW_TEMPLATE = _plan_text(
+    {"id": "chat", "gpus": 8, "tensor_parallel": 8, "precision": BF16, "kv_cache": "bf16"}
+)
+
+
+def test_too_slow_repairs_a_job_under_its_floor_on_its_own_gpus_at_a_fits_format():
+    """Without ``too_slow`` a job that runs under its floor is left alone; with it, it takes one of its
+    Fits formats at a tensor parallelism from the smallest that holds it up to its 8 GPUs, which it keeps,
+    and every such setting is drawn over enough seeds."""
+    assert _statuses(SLOW_TEMPLATE, SLOW_CHAT) == {"chat": "too_slow"}
+    assert repair_answer(SLOW_TEMPLATE, SLOW_CHAT, random.Random(0)) is None
+    expected = {(tp, fmt) for tp_min, fmt in FITS for tp in (1, 2, 4, 8) if tp >= tp_min}
+    seen = set()
+    for seed in range(60):
+        text, name = repair_answer(SLOW_TEMPLATE, SLOW_CHAT, random.Random(seed), too_slow=True)
+        (chat,) = parse_plan(text).plan.jobs
+        assert name == "repair" and chat.gpus == 8 and chat.gpus % chat.tensor_parallel == 0
+        seen.add((chat.tensor_parallel, chat.precision.attention))
+    assert seen == expected
+
+
+def test_the_best_repair_is_the_one_fleet_reward_ranks_first_of_its_draws():
+    scenario = SLOW_CHAT.to_json()
+    rewards = {}
+    for seed in range(60):
+        text, _ = repair_answer(SLOW_TEMPLATE, SLOW_CHAT, random.Random(seed), too_slow=True)
+        rewards[text] = fleet_reward([text], [scenario])[0]
+    for seed in range(5):
+        rng = random.Random(seed)
+        draws = [repair_answer(SLOW_TEMPLATE, SLOW_CHAT, rng, too_slow=True)[0] for _ in range(6)]
+        best, name = best_repair(
+            SLOW_TEMPLATE, scenario, random.Random(seed), fleet_reward, draws=6, too_slow=True
+        )
+        assert name == "repair" and best in draws
+        assert rewards[best] == max(rewards[text] for text in draws)
+    best_of_many, _ = best_repair(
+        SLOW_TEMPLATE, scenario, random.Random(0), fleet_reward, draws=200, too_slow=True
+    )
+    assert rewards[best_of_many] == max(rewards.values())  # 200 draws reach the best of the 11 settings
+
+
+def test_one_draw_is_a_plain_repair_and_nothing_to_repair_is_none():
+    def unused(texts, scenarios):
+        raise AssertionError("one draw needs no score")
+
+    assert best_repair(TEMPLATE, SCENARIO, random.Random(3), unused) == repair_answer(
+        TEMPLATE, SCENARIO, random.Random(3)
+    )
+    assert best_repair("no plan here", SCENARIO, random.Random(0), fleet_reward, draws=4) is None
+    assert (
+        best_repair(SLOW_TEMPLATE, SLOW_CHAT, random.Random(0), fleet_reward, draws=4) is None
+    )  # too_slow off
+    with pytest.raises(ValueError, match="at least 1"):
+        best_repair(TEMPLATE, SCENARIO, random.Random(0), fleet_reward, draws=0)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), tier=st.sampled_from(["easy", "medium", "hard"]))
+def test_too_slow_repairs_of_a_random_plan_keep_it_in_the_cluster_and_change_only_failing_jobs(seed, tier):
+    scenario = make_scenario(tier, seed=seed)
+    text = "```json\n" + json.dumps(random_split(scenario, seed)) + "\n```"
+    repaired = best_repair(text, scenario, random.Random(seed), fleet_reward, draws=3, too_slow=True)
+    if repaired is None:
+        return
+    before = {job.id: job for job in parse_plan(text).plan.jobs}
+    after = {job.id: job for job in parse_plan(repaired[0]).plan.jobs}
+    assert sum(job.gpus for job in after.values()) <= scenario.cluster.count
+    assert all(job.gpus % job.tensor_parallel == 0 for job in after.values())
+    statuses = {job.id: job.status for job in evaluate(scenario, parse_plan(text).plan).jobs}
+    for job_id, job in after.items():
+        if job.tensor_parallel != before[job_id].tensor_parallel or job.precision != before[job_id].precision:
+            assert statuses[job_id] in (*REPAIRED_STATUSES, "too_slow")

@@ -187,11 +187,13 @@ def test_explore_edits_and_repairs_run_inside_trls_generation_with_per_job_credi
     """``explore_edit_rate`` and ``explore_repair_rate``: the hook runs on TRL's own generation output (its
     tuple, its token lists) and logs the shares it edited and repaired, beside per-job credit. The tiny
     model's answers seldom parse, so few are changed here (the repairs place omitted jobs too,
-    ``explore_repair_place_omitted``); the edits and repairs themselves are tested in
-    tests/training/test_plan_edits.py, test_plan_repairs.py and test_edit_exploration.py."""
+    ``explore_repair_place_omitted``, repair slow jobs and keep the best of two draws); the edits and
+    repairs themselves are tested in tests/training/test_plan_edits.py, test_plan_repairs.py and
+    test_edit_exploration.py."""
     run_train(
         tmp_path, "--max_steps", "2", "--explore_edit_rate", "0.25", "--explore_repair_rate", "0.25",
-        "--explore_repair_place_omitted", "true", "--job_credit", "0.5", "--eval_scenarios", "0",
+        "--explore_repair_place_omitted", "true", "--explore_repair_too_slow", "true",
+        "--explore_repair_draws", "2", "--job_credit", "0.5", "--eval_scenarios", "0",
         "--report_to", "none",
     )  # fmt: skip
     state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
