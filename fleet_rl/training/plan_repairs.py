@@ -26,7 +26,7 @@ whole replicas, to one of its ``Fits`` formats at any tensor parallelism from th
 to its GPUs: a smaller format runs each replica faster, a smaller tensor parallelism runs more replicas (a
 training job's data parallelism), a larger one splits a serving replica's batch over more GPUs' bandwidth.
 Which helps depends on the job, and the kernel's reward says which did. On the answers today's SmolLM2
-preset gives the 96 held-out scenarios (``benchmarks/repair_ceiling.py``) 0.2-0.3 of them miss a floor
+preset gives the 96 held-out scenarios (``benchmarks/repair_ceiling.py``) about 0.3 of them miss a floor
 once their crashes are repaired.
 
 ``best_repair`` draws several repairs of one answer and keeps the one the kernel's reward ranks first: the
@@ -46,7 +46,7 @@ from collections.abc import Callable
 
 from fleet_rl.kernel import evaluate
 from fleet_rl.replica_fit import ReplicaFit, fit_part, replica_fits, tensor_parallel_sizes
-from fleet_rl.scenario import Scenario
+from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 from fleet_rl.training.plan_edits import PlacedAnswer
 from rewards.parsing import parse_plan
@@ -85,7 +85,7 @@ def _candidates(options: list, gpus: int):
             yield fit, fit.tensor_parallel
 
 
-def _faster(options: list[ReplicaFit], job, gpus: int) -> list[ReplicaFit]:
+def _faster(options: list[ReplicaFit], job: Job, gpus: int) -> list[ReplicaFit]:
     """A slow job's settings: each format of ``options`` at each tensor parallelism from its smallest that
     holds a replica up to ``gpus``."""
     sizes = tensor_parallel_sizes(job, gpus)
