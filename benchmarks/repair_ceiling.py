@@ -121,9 +121,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "benchmark": "repair_ceiling",
         "scenario_fingerprint": fingerprints.pop(),
-        "answers": "after"
-        if args.checkpoint is None and args.policy == "after"
-        else (args.policy if args.checkpoint is None else f"checkpoint-{args.checkpoint}"),
+        "answers": args.policy if args.checkpoint is None else f"checkpoint-{args.checkpoint}",
         "draws": args.draws,
         "sources": [str(path) for path in args.seed_json],
         **git_state(),
