@@ -208,11 +208,22 @@ def episode_environment(script_args: FleetScriptArguments, processing_class, dat
     """``episode_mode: refine``: TRL's ``environment_factory`` running one refinement episode per rollout
     (fleet_rl/env/trl_environment.py; on the servers of ``pool`` if given: every instance gets the same
     pool), and a chat template with tool calls. ``revise``: a ``rollout_func`` playing one revision episode
-    per rollout of ``dataset``'s prompts (fleet_rl/training/revision_rollout.py). single: nothing."""
+    per rollout of ``dataset``'s prompts (fleet_rl/training/revision_rollout.py), writing the
+    ``explore_repair_rate`` share of its revisions as repairs of the judged plans. single: nothing."""
     if script_args.episode_mode == "revise":
-        from fleet_rl.training.revision_rollout import revision_rollout
+        from fleet_rl.training.revision_rollout import RevisionRepairs, revision_rollout
 
-        rollout = revision_rollout(dataset, script_args.refine_max_turns, script_args.refine_turn_cost)
+        repairs = None
+        if script_args.explore_repair_rate:  # a share of the revisions: the repair of the judged plan
+            repairs = RevisionRepairs(
+                script_args.explore_repair_rate,
+                place_omitted=script_args.explore_repair_place_omitted,
+                too_slow=script_args.explore_repair_too_slow,
+                draws=script_args.explore_repair_draws,
+            )
+        rollout = revision_rollout(
+            dataset, script_args.refine_max_turns, script_args.refine_turn_cost, repairs
+        )
         return {"rollout_func": rollout}
     if script_args.episode_mode != "refine":
         return {}
@@ -230,9 +241,10 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
     batch's shared prompt once, or not with ``share_prompt: false``, with ``turn_credit`` crediting each
     plan of a revision episode, with ``job_credit`` each job of a whole plan, with ``explore_edit_rate``
     editing that share of the answers at random and ``explore_repair_rate`` repairing that share's failing
-    jobs, with ``sample_every_job`` sampling answers that name every job) unless the run asks for fresh
-    prompts on flat steps (``resample_flat_groups``, DAPO), for self-imitation (``self_imitation_coef``) or
-    for expert iteration between GRPO rounds (``expert_iteration_every``), whose trainers extend it."""
+    jobs (single answers; revise episodes' rollout writes repaired revisions instead), with
+    ``sample_every_job`` sampling answers that name every job) unless the run asks for fresh prompts on flat
+    steps (``resample_flat_groups``, DAPO), for self-imitation (``self_imitation_coef``) or for expert
+    iteration between GRPO rounds (``expert_iteration_every``), whose trainers extend it."""
     # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
     extensions: dict = {"share_prompt": script_args.share_prompt and script_args.backend != "unsloth"}
     if script_args.turn_credit:  # each plan of a revision episode its own advantage
@@ -245,7 +257,8 @@ def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrai
                 extensions["extra_job_credit"] = script_args.extra_job_credit
     if script_args.explore_edit_rate:  # a share of the answers edited at random before scoring
         extensions["explore_edit_rate"] = script_args.explore_edit_rate
-    if script_args.explore_repair_rate:  # a share of the answers' failing jobs repaired before scoring
+    # a share of single answers' failing jobs repaired before scoring (revise: its rollout writes revisions)
+    if script_args.explore_repair_rate and script_args.episode_mode == "single":
         extensions["explore_repair_rate"] = script_args.explore_repair_rate
         if script_args.explore_repair_place_omitted:  # the jobs an answer leaves out placed too
             extensions["explore_repair_place_omitted"] = True

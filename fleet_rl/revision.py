@@ -47,7 +47,8 @@ class RevisionEpisode:
     """One episode: the request, every plan written (text), each plan's verdict, and the token ids after
     the prompt with their mask (1: written by the policy, 0: a verdict message) and the plan each token
     belongs to (``plan_of_token``: 1 for the first plan's tokens, 2 for the first revision's, 0 on the
-    verdicts), which per-turn credit (``fleet_rl.training.turn_credit``) reads."""
+    verdicts), which per-turn credit (``fleet_rl.training.turn_credit``) reads, and which plans were written
+    for the policy rather than generated (``written_turns``, 1-based; ``run_revisions``'s ``written``)."""
 
     request: object  # fleet_rl.env.feedback.EpisodeRequest
     answers: list[str] = field(default_factory=list)
@@ -55,6 +56,7 @@ class RevisionEpisode:
     completion_ids: list[int] = field(default_factory=list)
     env_mask: list[int] = field(default_factory=list)
     plan_of_token: list[int] = field(default_factory=list)
+    written_turns: list[int] = field(default_factory=list)  # plans written for the policy (``written``)
 
     @property
     def done(self) -> bool:
@@ -107,12 +109,18 @@ def run_revisions(
     *,
     max_turns: int,
     eos_token_ids: Sequence[int],
+    written: Callable[[int, RevisionEpisode, int], list[int] | None] | None = None,
 ) -> list[RevisionEpisode]:
     """Play one revision episode per prompt (see the module docstring).
 
     ``generate(id_prompts, turn)`` returns the generated ids for each prompt (turn 1 is the first plan);
     ``requests[i]`` is episode i's ``EpisodeRequest``. Episodes that are done stop; the others get the
-    verdict and revise, all in one ``generate`` call per turn, until ``max_turns`` plans."""
+    verdict and revise, all in one ``generate`` call per turn, until ``max_turns`` plans.
+
+    ``written(i, episode, turn)``, where given, may write revision ``turn`` (>= 2) of episode ``i`` for the
+    policy: the ids it returns are that plan (scored, masked 1 and trained on like a generated one), and
+    ``None`` leaves it to ``generate``. Training's repairs from the verdict use it
+    (``fleet_rl.training.revision_rollout``); the plan's index is in ``episode.written_turns``."""
     # the training reward's scoring path, with the kernel's feedback
     from fleet_rl.env.feedback import verdict
 
@@ -124,11 +132,19 @@ def run_revisions(
     eos = set(eos_token_ids)
     active = list(range(len(episodes)))
     for turn in range(1, max_turns + 1):
-        contexts = [list(prompt_ids[i]) + episodes[i].completion_ids for i in active]
-        generated = generate(contexts, turn)
-        for i, ids in zip(active, generated, strict=True):
-            episode = episodes[i]
-            ids = list(ids)
+        plans: dict[int, list[int]] = {}
+        if written is not None and turn > 1:
+            for i in active:
+                ids = written(i, episodes[i], turn)
+                if ids is not None:
+                    plans[i] = list(ids)
+                    episodes[i].written_turns.append(turn)
+        sampled = [i for i in active if i not in plans]
+        if sampled:
+            contexts = [list(prompt_ids[i]) + episodes[i].completion_ids for i in sampled]
+            plans |= dict(zip(sampled, generate(contexts, turn), strict=True))
+        for i in active:
+            episode, ids = episodes[i], list(plans[i])
             text = tokenizer.decode(ids, skip_special_tokens=True)
             episode.answers.append(text)
             episode.verdicts.append(verdict(episode.request, text))

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
 from fleet_rl import make_scenario
+from fleet_rl.env.feedback import verdict as verdict_of
 from fleet_rl.kernel import solve
 from fleet_rl.prompts import build_messages, format_answer
-from fleet_rl.revision import REVISE_REQUEST, feedback_suffix_ids, run_revisions, verdict_message
+from fleet_rl.revision import (
+    REVISE_REQUEST,
+    RevisionEpisode,
+    feedback_suffix_ids,
+    run_revisions,
+    verdict_message,
+)
 from fleet_rl.tiny_model import build_tokenizer
-from fleet_rl.training.revision_rollout import RowsByPrompt, episode_request, revision_reward
+from fleet_rl.training.revision_rollout import (
+    RevisionRepairs,
+    RowsByPrompt,
+    episode_request,
+    revision_reward,
+    revision_rollout,
+)
+from rewards.parsing import parse_plan
 
 SMOLLM2_DIR = Path(__file__).resolve().parents[1] / "outputs" / "models" / "smollm2-135m-instruct"
 
@@ -145,3 +161,134 @@ def test_rows_are_found_by_their_prompt_and_the_reward_is_the_episodes():
                       "revise/revised_share": 0.5}  # fmt: skip
     with pytest.raises(ValueError, match="rollout_func=revision_rollout"):
         revision_reward(["a"])
+
+
+def _broken_answer(request) -> str:
+    """The optimum with every job in fp32 on one GPU: out of memory or too slow wherever it matters."""
+    broken = json.loads(json.dumps(request.solved.optimal_plan))
+    for job in broken["jobs"]:
+        job["precision"] = {group: "fp32" for group in job["precision"]}
+        job["gpus"], job["tensor_parallel"] = 1, 1
+    return format_answer(broken)
+
+
+def _oom_rows(count: int) -> list[dict]:
+    """Easy held-out rows whose broken answer has a job out of memory (what a repair fixes)."""
+    rows = []
+    for seed in range(200):
+        row = _row("easy", seed)
+        verdict_ = verdict_of(episode_request(row), _broken_answer(episode_request(row)))
+        if any(job["status"] == "oom" for job in verdict_.jobs):
+            rows.append(row)
+        if len(rows) == count:
+            return rows
+    raise AssertionError("too few easy scenarios with a job out of memory")
+
+
+def test_written_revisions_replace_generation_and_are_trained_on(tokenizer):
+    rows = _oom_rows(3)
+    requests = [episode_request(row) for row in rows]
+    fixes = [format_answer(request.solved.optimal_plan) for request in requests]
+    calls: list = []
+    answers = {1: [_broken_answer(request) for request in requests], 2: ["a plan of its own"]}
+    seen = []
+
+    def written(index, episode, turn):
+        seen.append((index, turn, episode.turns))
+        return None if index == 1 else _ids(tokenizer, fixes[index]) + [tokenizer.eos_token_id]
+
+    prompts = [_ids(tokenizer, tokenizer.apply_chat_template(row["prompt"], tokenize=False)) for row in rows]
+    episodes = run_revisions(prompts, requests, _scripted(tokenizer, answers, calls), tokenizer, max_turns=2,
+                             eos_token_ids=[tokenizer.eos_token_id], written=written)  # fmt: skip
+    assert calls == [(1, 3), (2, 1)]  # only episode 1's revision is generated
+    assert seen == [(0, 2, 1), (1, 2, 1), (2, 2, 1)]  # asked once per revision, after the verdict
+    assert [episode.written_turns for episode in episodes] == [[2], [], [2]]
+    for index in (0, 2):
+        episode = episodes[index]
+        assert episode.final_answer == fixes[index] and episode.done
+        assert episode.verdicts[1].reward > episode.verdicts[0].reward  # scored like any plan
+        revision = [k for k, plan in enumerate(episode.plan_of_token) if plan == 2]
+        assert revision and all(episode.env_mask[k] == 1 for k in revision)  # trained on
+        assert (
+            tokenizer.decode([episode.completion_ids[k] for k in revision], skip_special_tokens=True)
+            == (fixes[index])
+        )
+    assert episodes[1].final_answer == "a plan of its own"
+
+
+def _fake_trainer(tokenizer, generated: dict[int, list[str]], training: bool = True, step: int = 3):
+    """What ``revision_rollout`` reads of a GRPOTrainer, generating ``generated[turn]`` in order."""
+    from types import SimpleNamespace
+
+    eos = tokenizer.eos_token_id
+
+    def tokenize(prompts):
+        texts = [
+            tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts
+        ]
+        return ([_ids(tokenizer, text) for text in texts],)
+
+    turns = iter(sorted(generated))
+
+    def generate(contexts, images, kwargs, count):
+        answers = generated[next(turns)]
+        return ([_ids(tokenizer, answers[k % len(answers)]) + [eos] for k in range(len(contexts))],)
+
+    return SimpleNamespace(
+        processing_class=tokenizer, _tokenize_prompts=tokenize, _generate_single_turn=generate,
+        num_generations=2, num_generations_eval=2, model=SimpleNamespace(training=training),
+        eos_token_ids=[eos], state=SimpleNamespace(global_step=step), args=SimpleNamespace(seed=0),
+        accelerator=SimpleNamespace(process_index=0), max_completion_length=256,
+    )  # fmt: skip
+
+
+def test_training_rollouts_write_repaired_revisions_that_beat_the_plans_they_repair(tokenizer):
+    rows = _oom_rows(2)
+    broken = [_broken_answer(episode_request(row)) for row in rows]
+    rollout = revision_rollout(rows, max_turns=2, turn_cost=0.01, repairs=RevisionRepairs(1.0, draws=4))
+    prompts = [row["prompt"] for row in rows]
+    out = rollout(prompts, _fake_trainer(tokenizer, {1: broken}))  # no turn-2 generation: all written
+    again = rollout(prompts, _fake_trainer(tokenizer, {1: broken}))
+    assert out["completion_ids"] == again["completion_ids"]  # drawn from (seed, step, episode, turn)
+    assert [len(gains) for gains in out["repair_gains"]] == [1, 1]
+    assert all(gains[0] > 0 for gains in out["repair_gains"])  # each repair ran the job that crashed
+    for k, (first, plans) in enumerate(zip(out["first_reward"], out["plan_rewards"], strict=True)):
+        assert plans[1] == pytest.approx(first + out["repair_gains"][k][0])
+        assert out["episode_reward"][k] == pytest.approx(plans[1] - 0.01)
+    logged = {}
+    revision_reward(["a", "b"], **{key: out[key] for key in ("episode_reward", "first_reward", "turns")},
+                    repair_gains=out["repair_gains"], log_metric=logged.__setitem__)  # fmt: skip
+    assert logged["revise/repaired_share"] == 1.0
+    gains = [gains[0] for gains in out["repair_gains"]]
+    assert logged["revise/repair_gain"] == pytest.approx(sum(gains) / 2)
+    # evaluation plays the policy's own revisions; a rollout without repairs logs none
+    held_out = rollout(prompts, _fake_trainer(tokenizer, {1: broken, 2: ["mine"]}, training=False))
+    for ids, plans in zip(held_out["completion_ids"], held_out["plan_of_token"], strict=True):
+        revision = [token for token, plan in zip(ids, plans, strict=True) if plan == 2]
+        assert tokenizer.decode(revision, skip_special_tokens=True) == "mine"
+    assert held_out["repair_gains"] == [[], []]
+    plain = revision_rollout(rows, max_turns=2, turn_cost=0.01)(
+        prompts, _fake_trainer(tokenizer, {1: broken, 2: ["x"]})
+    )
+    assert "repair_gains" not in plain
+
+
+def test_revision_repairs_refuse_bad_settings_and_leave_agents_rows_alone(tokenizer):
+    import random
+
+    with pytest.raises(ValueError, match="a share of revisions in \\(0, 1\\], got 0"):
+        RevisionRepairs(0.0)
+    with pytest.raises(ValueError, match="at least 1: got 0"):
+        RevisionRepairs(0.5, draws=0)
+    row = _oom_rows(1)[0]
+    request = episode_request(row)
+    episode = RevisionEpisode(request, answers=[_broken_answer(request)])
+    encode = functools.partial(_ids, tokenizer)
+    repairs = RevisionRepairs(1.0)
+    ids = repairs.written(episode, random.Random(0), encode, 7, 256)
+    assert ids[-1] == 7 and parse_plan(tokenizer.decode(ids[:-1])).plan is not None
+    assert repairs.written(episode, random.Random(0), encode, 7, len(ids) - 1) is None  # too long
+    agent = RevisionEpisode(dataclasses.replace(request, agent="j1"), answers=episode.answers)
+    assert repairs.written(agent, random.Random(0), encode, 7, 256) is None
+    fine = RevisionEpisode(request, answers=[format_answer(request.solved.optimal_plan)])
+    assert repairs.written(fine, random.Random(0), encode, 7, 256) is None  # nothing to repair

@@ -138,7 +138,9 @@ class FleetScriptArguments:
             "help": "single: the share of training answers whose failing jobs (out of memory, unsupported, "
             "unstable, invalid in the kernel's verdict) are repaired before scoring, each to one of its "
             "Fits line's settings (fleet_rl/training/plan_repairs.py); drawn apart from explore_edit_rate, "
-            "the two at most 1 together. 0: off; below 1."
+            "the two at most 1 together. revise: the share of revisions written for the policy as the "
+            "repair of the plan the verdict judged, trained on like its own "
+            "(fleet_rl/training/revision_rollout.py). 0: off; below 1."
         },
     )
     explore_repair_place_omitted: bool = field(

@@ -187,7 +187,8 @@ EPISODE_MODE_REWARDS = {"refine": EPISODE_REWARD, "revise": REVISION_REWARD}  # 
 
 def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> None:
     """explore_edit_rate and explore_repair_rate (fleet_rl/training/edit_exploration.py) are shares below 1
-    (together at most 1), change whole plans of single answers, and rewrite tokens that vLLM's sampling
+    (together at most 1), change whole plans of single answers (repairs also write revisions of revise
+    episodes: fleet_rl/training/revision_rollout.py), and rewrite tokens that vLLM's sampling
     log-probabilities would no longer match."""
     rates = {name: getattr(script_args, name) for name in ("explore_edit_rate", "explore_repair_rate")}
     for name, rate in rates.items():
@@ -204,9 +205,12 @@ def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> No
             f"{rates['explore_edit_rate']} + {rates['explore_repair_rate']}"
         )
     for name, rate in rates.items():
-        if rate and script_args.episode_mode != "single":
+        modes = ("single", "revise") if name == "explore_repair_rate" else ("single",)
+        if rate and script_args.episode_mode not in modes:
             raise ValueError(
-                f"{name} changes one whole plan per answer: set episode_mode 'single' or {name} 0 "
+                f"{name} changes one whole plan per answer"
+                + (" or writes a revision episode's revisions" if len(modes) > 1 else "")
+                + f": set episode_mode {' or '.join(repr(mode) for mode in modes)}, or {name} 0 "
                 f"(got {script_args.episode_mode!r})"
             )
         if rate and getattr(training_args, "use_vllm", False):

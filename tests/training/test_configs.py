@@ -297,6 +297,31 @@ def test_the_smollm2_preset_turns_its_credit_and_repairs_off_for_revision_episod
     assert extensions["self_imitation_coef"] == 0.1 and trainer_class.__name__ == "SelfImitationTrainer"
 
 
+def test_the_smollm2_preset_writes_its_repairs_as_revisions_in_revision_episodes(monkeypatch):
+    """In revise mode the preset's ``explore_repair_rate`` (and its repair options) goes to the rollout,
+    which writes that share of the revisions (fleet_rl/training/revision_rollout.py), not to the trainer."""
+    import fleet_rl.training.revision_rollout as revision_rollout
+
+    argv = ["--config", SMOLLM2, "--episode_mode", "revise", "--reward_funcs", "revision_reward"]
+    argv += ["--reward_weights", "1.0", "--job_credit", "0", "--turn_credit", "true"]
+    argv += ["--explore_repair_too_slow", "true", "--explore_repair_draws", "8"]
+    script_args, training_args, _ = train_grpo.parse_args(argv)
+    check_episode_mode(script_args, training_args)
+    _, extensions = train_grpo.trainer_extensions(script_args)
+    assert "explore_repair_rate" not in extensions and extensions["turn_credit"] is True
+    built = {}
+    monkeypatch.setattr(
+        revision_rollout, "revision_rollout", lambda *args: built.update(args=args) or "rollout"
+    )
+    assert train_grpo.episode_environment(script_args, None, ["rows"]) == {"rollout_func": "rollout"}
+    rows, max_turns, turn_cost, repairs = built["args"]
+    assert (rows, max_turns, turn_cost) == (["rows"], 3, script_args.refine_turn_cost)
+    assert repairs == revision_rollout.RevisionRepairs(0.5, place_omitted=False, too_slow=True, draws=8)
+    script_args.explore_repair_rate = 0.0
+    train_grpo.episode_environment(script_args, None, ["rows"])
+    assert built["args"][3] is None
+
+
 def test_the_trainer_class_follows_the_options():
     from fleet_rl.training.arguments import FleetScriptArguments
     from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer

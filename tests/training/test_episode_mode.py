@@ -70,13 +70,18 @@ def _args(**overrides) -> FleetScriptArguments:
             "explore_edit_rate \\+ explore_repair_rate is a share of the answers, at most 1: got 0.5 \\+ 0.7",
         ),
         (
-            {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_repair_rate": 0.5},
-            "explore_repair_rate changes one whole plan per answer: set episode_mode 'single' or "
-            "explore_repair_rate 0",
+            {
+                "episode_mode": "refine",
+                "reward_funcs": ["refinement_reward", "format_reward"],
+                "explore_repair_rate": 0.5,
+            },
+            "explore_repair_rate changes one whole plan per answer or writes a revision episode's "
+            "revisions: set episode_mode 'single' or 'revise', or explore_repair_rate 0",
         ),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "explore_edit_rate": 0.25},
-            "explore_edit_rate changes one whole plan per answer: set episode_mode 'single'",
+            "explore_edit_rate changes one whole plan per answer: set episode_mode 'single', or "
+            "explore_edit_rate 0",
         ),
         (
             {"episode_mode": "revise", "reward_funcs": ["revision_reward"], "sample_every_job": True},
@@ -111,6 +116,15 @@ def test_refine_bounds_the_tool_loop_by_the_checks_it_allows():
     training_args = SimpleNamespace(max_tool_calling_iterations=None)  # revise: no tool loop to bound
     check_episode_mode(_args(episode_mode="revise", reward_funcs=["revision_reward"]), training_args)
     assert training_args.max_tool_calling_iterations is None
+
+
+def test_revise_episodes_take_repaired_revisions():
+    args = _args(
+        episode_mode="revise", reward_funcs=["revision_reward"], turn_credit=True, explore_repair_rate=0.5
+    )
+    check_episode_mode(
+        args, SimpleNamespace(max_tool_calling_iterations=None)
+    )  # no error: the rollout writes them
 
 
 def test_env_base_urls_need_refine_and_urls():

@@ -247,16 +247,19 @@ def test_refinement_episodes_train_through_environment_factory(tmp_path):
 def test_revision_episodes_train_through_a_rollout_func(tmp_path):
     """``episode_mode: revise``: the rollout plays plan, verdict, revised plan; the episode reward is what
     GRPO optimises, the first plan's reward is logged beside it, and the held-out answers are episodes.
-    With ``turn_credit`` each plan's tokens train on their own (B, T) advantages through TRL's loss."""
+    With ``turn_credit`` each plan's tokens train on their own (B, T) advantages through TRL's loss, and with
+    ``explore_repair_rate`` the rollout writes that share of the revisions (tests/test_revision.py)."""
     run_train(
         tmp_path, "--max_steps", "2", "--episode_mode", "revise", "--reward_funcs", "revision_reward",
         "--reward_weights", "1.0", "--refine_max_turns", "2", "--turn_credit", "true", "--report_to", "none",
+        "--explore_repair_rate", "0.5",
     )  # fmt: skip
     state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
     assert state["global_step"] == 2
     logged = {key for entry in state["log_history"] for key in entry}
     assert {"rewards/revision_reward/mean", "revise/first_reward", "revise/turns_per_episode"} <= logged
     assert "revise/revision_gain" in logged  # turn_credit's own metric: its advantages were built
+    assert "revise/repaired_share" in logged  # the rollout's repairs were asked for
     assert "tools/call_frequency" not in logged  # no tool loop
     report = json.loads((tmp_path / "run" / "eval_report.json").read_text())
     assert report["max_turns"] == 3 and 1.0 <= report["mean_turns"] <= 3.0
