@@ -86,7 +86,9 @@ def _fit(solved: SolvedScenario, job: Job, fmt: str, half: str, fp8: bool) -> Re
     reason = "oom"
     for tensor_parallel in tensor_parallel_sizes(job, solved.gpu_count):
         status = part_status(solved, _part(job, fmt, tensor_parallel, half, fp8))
-        if status in ("ok", "too_slow"):  # "fits" ignores the job's floor: more replicas meet that
+        # "fits" is about memory, not the job's floor: more replicas raise a training job's throughput, but
+        # a serving job's fixed batch is split over its replicas, so more of them need not meet its floor
+        if status in ("ok", "too_slow"):
             return ReplicaFit(fmt, tensor_parallel)
         if status == "unstable":
             reason = "quality"
