@@ -294,7 +294,7 @@ def test_the_smollm2_preset_turns_its_credit_and_repairs_off_for_revision_episod
     check_episode_mode(script_args, training_args)
     trainer_class, extensions = train_grpo.trainer_extensions(script_args)
     assert not {"job_credit", "omitted_job_credit", "explore_repair_rate"} & set(extensions)
-    assert extensions["self_imitation_coef"] == 0.1 and trainer_class.__name__ == "SelfImitationTrainer"
+    assert extensions["self_imitation_coef"] == 0.3 and trainer_class.__name__ == "SelfImitationTrainer"
 
 
 def test_the_smollm2_preset_writes_its_repairs_as_revisions_in_revision_episodes(monkeypatch):
