@@ -213,6 +213,18 @@ def _fits_line(fits: list[ReplicaFit]) -> str:
     return "  Fits: " + "; ".join(parts) + "."
 
 
+def _whole_plan_request(scenario: Scenario) -> str:
+    """The user message's last line: every job the plan must list, by id, in the scenario's order.
+
+    Why: a small policy decides at the end of each job's entry whether the list goes on, and without this
+    line only the job lines hundreds of tokens back tell it how many entries remain; naming the ids right
+    before the answer lets it copy the next one (issue #68: policies named the first job alone)."""
+    ids = scenario.job_ids
+    if len(ids) == 1:
+        return f"Write the plan for its one job: {ids[0]}."
+    return f"Write the plan for all {len(ids)} jobs, one entry each, in this order: {', '.join(ids)}."
+
+
 def user_prompt(
     scenario: Scenario,
     *,
@@ -234,7 +246,7 @@ def user_prompt(
     else:
         lines = [_gpu_line(scenario), "Jobs:", *(_job_line(job) for job in scenario.jobs)]
     if agent is None:
-        lines.append("Write the plan for all jobs.")
+        lines.append(_whole_plan_request(scenario))
         return "\n".join(lines)
     given_jobs = [job for job in (given_plan or {}).get("jobs", []) if job.get("id") != agent]
     taken = sum(int(job.get("gpus", 0)) for job in given_jobs)

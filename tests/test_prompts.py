@@ -185,6 +185,24 @@ def test_every_style_builds_a_prompt_for_every_drawn_scenario(task, seed, split)
             assert job_id in user["content"]
 
 
+@settings(max_examples=60, deadline=None)
+@given(task=st.sampled_from(["easy", "medium", "hard"]), seed=st.integers(0, 2**31 - 1))
+def test_a_whole_plan_request_ends_by_naming_every_job_in_order(task, seed):
+    # Issue #68: without this line, policies answered medium scenarios with the first job alone. The
+    # decision to go on after a job's entry had no cue nearer than the job lines hundreds of tokens back.
+    scenario = make_scenario(task, seed, "eval")
+    for style in PROMPT_STYLES:
+        last = user_prompt(scenario, style=style).splitlines()[-1]
+        if len(scenario.jobs) == 1:
+            assert last == f"Write the plan for its one job: {scenario.job_ids[0]}."
+        else:
+            assert last == (
+                f"Write the plan for all {len(scenario.jobs)} jobs, one entry each, in this order: "
+                + ", ".join(scenario.job_ids)
+                + "."
+            )
+
+
 def test_the_sized_style_is_facts_plus_each_jobs_fits_line_and_what_it_means():
     scenario = make_scenario("medium", 3)
     system, user = build_messages(scenario, style="sized")

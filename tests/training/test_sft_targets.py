@@ -6,8 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleet_rl.baselines import even_bf16, random_plan
+from fleet_rl.prompts import PROMPT_STYLES
 from fleet_rl.scenario import Scenario
 from fleet_rl.training.arguments import SFT_TARGETS
 from fleet_rl.training.dataset import SFT_TARGET_PLANNERS, scenario_rows, sft_dataset, sft_target_plan
@@ -82,3 +85,17 @@ def test_multiagent_targets_are_the_agents_own_part(target):
 def test_unknown_target_raises():
     with pytest.raises(ValueError, match="unknown sft target 'oracle'"):
         sft_dataset(["easy"], 2, target="oracle")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    task=st.sampled_from(TASKS),
+    dataset_seed=st.integers(0, 2000),
+    target=st.sampled_from(sorted(SFT_TARGET_PLANNERS)),
+    style=st.sampled_from(PROMPT_STYLES),
+)
+def test_warm_start_examples_build_for_every_drawn_scenario_on_every_tier(task, dataset_seed, target, style):
+    examples = sft_dataset([task], 2, target=target, dataset_seed=dataset_seed, prompt_style=style)
+    for example in examples:
+        assert [message["role"] for message in example["prompt"]] == ["system", "user"]
+        assert parse_plan(example["completion"][0]["content"]).plan is not None
