@@ -87,7 +87,7 @@ from fleet_rl.training.expert_iteration import ExpertIterationTrainer  # noqa: E
 from fleet_rl.training.finished_run import finished_checkpoint, restore_finished  # noqa: E402
 from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer  # noqa: E402
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
-from fleet_rl.training.heldout import evaluate_policy  # noqa: E402
+from fleet_rl.training.heldout import BREAKDOWNS, evaluate_policy  # noqa: E402
 from fleet_rl.training.job_credit import JobCreditTrainer  # noqa: E402
 from fleet_rl.training.memory_release import ReleaseFreedMemory, release_freed_memory  # noqa: E402
 from fleet_rl.training.self_imitation import SelfImitationTrainer  # noqa: E402
@@ -398,12 +398,12 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         report = held_out()
         Path(training_args.output_dir, "eval_report.json").write_text(json.dumps(report, indent=2))
         trainer.log({f"heldout/{k}": v for k, v in report.items() if isinstance(v, float)})
-        summary["heldout"] = {k: v for k, v in report.items() if k not in ("samples", "per_task")}
+        summary["heldout"] = {k: v for k, v in report.items() if k not in ("samples", *BREAKDOWNS)}
         rows = {}
         if hasattr(trainer.model, "disable_adapter"):  # LoRA: the start is the model without its adapters
             with trainer.model.disable_adapter():
                 start = held_out()
-            summary["heldout_start"] = {k: v for k, v in start.items() if k not in ("samples", "per_task")}
+            summary["heldout_start"] = {k: v for k, v in start.items() if k not in ("samples", *BREAKDOWNS)}
             rows["start (before GRPO)"] = start
         rows["after GRPO"] = report
         baselines = baseline_summaries(script_args.tasks, script_args.eval_scenarios)

@@ -188,6 +188,28 @@ def _placement_by_seed(result: dict) -> str | None:
     )
 
 
+def _unseen_by_seed(result: dict) -> str | None:
+    """One line: mean % of optimum, start → after, on the scenarios whose GPU, model or both training never
+    showed (each summary's ``per_unseen``), per seed; None for results from before the split."""
+    starts, afters = result["start"].get("per_seed", []), result["after"].get("per_seed", [])
+    if not starts or not all("per_unseen" in summary for summary in [*starts, *afters]):
+        return None
+    parts = []
+    for kind in ("gpu", "model", "both"):
+        pairs = [
+            (start["per_unseen"][kind], after["per_unseen"][kind])
+            for start, after in zip(starts, afters, strict=False)
+            if kind in start["per_unseen"] and kind in after["per_unseen"]
+        ]
+        if pairs:
+            changes = " / ".join(
+                f"{a['mean_percent_of_optimum']:.1f} → {b['mean_percent_of_optimum']:.1f}" for a, b in pairs
+            )
+            parts.append(f"unseen {kind} ({pairs[0][0]['num_scenarios']}) {changes}")
+    lead = "Mean % of optimum by what training never showed (scenarios), start → after per seed: "
+    return lead + "; ".join(parts) + "."
+
+
 def _baselines_by_tier(result: dict) -> str:
     """One line: each baseline's mean % of optimum on each task tier (from its summary's ``per_task``)."""
     parts = []
@@ -236,6 +258,7 @@ def render(result: dict) -> str:
         _faults_by_seed(result),
         _placement_by_seed(result),
         _settings_by_seed(result),
+        _unseen_by_seed(result),
     ):
         if line:
             lines.append(line)
@@ -271,7 +294,13 @@ def render(result: dict) -> str:
         lines.append(
             f"Interrupted and resumed: {', '.join(resumed)}; GRPO time counts the steps kept, not those lost."
         )
-    if not result["fair_start"]:
+    if not result["fair_start"] and (result.get("start_target") or "optimal") == "optimal":
+        lines.append(
+            "**Distilled start:** the start imitated the exact optimum of training scenarios "
+            "(`sft_target: optimal`), so its own score is distillation's; GRPO's claim is after − start on "
+            "these held-out scenarios, whose GPUs and models training never showed."
+        )
+    elif not result["fair_start"]:
         target = result.get("start_target") or "optimal"  # results before start_target was recorded
         lines.append(
             f"**Not a learning claim:** the start imitated {UNFAIR_START_TARGETS.get(target, target)} "

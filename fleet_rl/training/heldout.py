@@ -22,10 +22,12 @@ from fleet_rl.prompts import format_answer
 from fleet_rl.training.dataset import planner_answer, scenario_rows
 from fleet_rl.training.job_placement import placed_job_shares
 from fleet_rl.training.setting_variety import distinct_settings_per_kind
+from fleet_rl.training.unseen_split import UNSEEN_KINDS, unseen_kind
 from rewards import fleet_reward, score_completions
 from rewards.scoring import CRASHES
 
 __all__ = [
+    "BREAKDOWNS",
     "EVAL_DATASET_SEED",
     "evaluate_baseline",
     "evaluate_policy",
@@ -34,6 +36,7 @@ __all__ = [
     "summarise",
 ]
 
+BREAKDOWNS = ("per_task", "per_unseen")  # the summary's keys holding its stats over parts of the rows
 EVAL_DATASET_SEED = 7  # eval scenarios are drawn from their own split; this fixes which ones
 
 
@@ -121,7 +124,9 @@ def summarise(
     here, not among the crashes). ``mean_completion_tokens`` when the answers' token counts are given
     (model policies). ``distinct_settings_per_kind`` (overall only): how many distinct
     (tensor_parallel, formats, kv_cache) settings the answers give the jobs they place, per job kind
-    (``fleet_rl.training.setting_variety``); one or two per kind is a template."""
+    (``fleet_rl.training.setting_variety``); one or two per kind is a template. ``per_unseen``: the same
+    stats over the scenarios whose GPU, model, or both training never showed
+    (``fleet_rl.training.unseen_split``), for the kinds present."""
     columns = {
         "scenario": [row["scenario"] for row in rows],
         "agent": [row["agent"] for row in rows],
@@ -153,6 +158,8 @@ def summarise(
         [row["scenario"] for row in rows], completions
     )
     summary["per_task"] = {task: stats(tasks == task) for task in dict.fromkeys(tasks.tolist())}
+    unseen = np.array([unseen_kind(row["scenario"]) for row in rows])
+    summary["per_unseen"] = {kind: stats(unseen == kind) for kind in UNSEEN_KINDS if (unseen == kind).any()}
     return summary
 
 
@@ -189,7 +196,7 @@ def evaluate_policy(
     summary = summarise(rows, completions, tokens)
     if first_answers is not None:
         first = summarise(rows, first_answers)
-        summary["first_plan"] = {key: value for key, value in first.items() if key != "per_task"}
+        summary["first_plan"] = {key: value for key, value in first.items() if key not in BREAKDOWNS}
         summary["mean_turns"] = float(np.mean(turns))
         summary["max_turns"] = max_turns
     summary["samples"] = [

@@ -14,6 +14,11 @@ The warm start fine-tunes the full-precision base model and saves it, with its t
 ``<output_dir>/warm-start``; GRPO then loads that directory (4-bit + LoRA as configured). A finished warm
 start leaves ``warm_start.json`` (steps, target, examples, loss, wall time), so a resumed run with the same
 steps and target reuses it instead of training it again.
+
+``checkpoint_steps`` (the SFT curve, ``benchmarks/sft_curve.py``) also saves the model at those steps to
+``<output_dir>/warm-start-checkpoints/step-<N>``, each a directory GRPO can start from, with its tokenizer
+and a ``warm_start.json`` naming its steps and target (so the learning benchmark's ``fair_start`` reads
+what it imitated). They are points along one run: its cosine schedule spans all ``sft_steps``.
 """
 
 from __future__ import annotations
@@ -21,31 +26,71 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
 from fleet_rl.training.arguments import FleetScriptArguments
 from fleet_rl.training.dataset import sft_dataset
 
-__all__ = ["WARM_START_DIR", "WARM_START_MARKER", "warm_start"]
+__all__ = [
+    "WARM_START_CHECKPOINTS_DIR",
+    "WARM_START_DIR",
+    "WARM_START_MARKER",
+    "checkpoint_dir",
+    "warm_start",
+]
 
 logger = logging.getLogger(__name__)
 
 WARM_START_DIR = "warm-start"
 WARM_START_MARKER = "warm_start.json"
+WARM_START_CHECKPOINTS_DIR = "warm-start-checkpoints"
 
 
-def warm_start(model_name_or_path: str, script_args: FleetScriptArguments, training_args) -> str:
-    """Run (or reuse) the SFT warm start; return the directory GRPO should load the policy from."""
+def checkpoint_dir(training_args, step: int) -> Path:
+    """Where ``warm_start(..., checkpoint_steps)`` saves the model at ``step``."""
+    return Path(training_args.output_dir) / WARM_START_CHECKPOINTS_DIR / f"step-{step}"
+
+
+class _SaveAtSteps(TrainerCallback):
+    """Saves the model, its tokenizer and a ``warm_start.json`` at each of ``steps`` (process zero only)."""
+
+    def __init__(self, training_args, steps: Sequence[int], tokenizer, describe) -> None:
+        self.training_args, self.steps = training_args, set(steps)
+        self.tokenizer, self.describe = tokenizer, describe
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step in self.steps and state.is_world_process_zero:
+            target = checkpoint_dir(self.training_args, state.global_step)
+            model.save_pretrained(str(target))
+            self.tokenizer.save_pretrained(str(target))
+            losses = [entry["loss"] for entry in state.log_history if "loss" in entry]
+            marker = self.describe(state.global_step) | {"train_loss_logged": losses[-1] if losses else None}
+            (target / WARM_START_MARKER).write_text(json.dumps(marker, indent=2))
+        return control
+
+
+def warm_start(
+    model_name_or_path: str,
+    script_args: FleetScriptArguments,
+    training_args,
+    checkpoint_steps: Sequence[int] = (),
+) -> str:
+    """Run (or reuse) the SFT warm start; return the directory GRPO should load the policy from. With
+    ``checkpoint_steps``, also save the model at those steps (see the module docstring)."""
+    if any(not 0 < step <= script_args.sft_steps for step in checkpoint_steps):
+        raise ValueError(f"checkpoint_steps {list(checkpoint_steps)} must lie in 1..{script_args.sft_steps}")
     target = Path(training_args.output_dir) / WARM_START_DIR
     marker = target / WARM_START_MARKER
     if marker.exists():
         done = json.loads(marker.read_text())
         asked = (script_args.sft_steps, script_args.sft_target)
-        if (done.get("steps"), done.get("target", "optimal")) == asked:  # markers before targets: optimal
+        saved = all(checkpoint_dir(training_args, step).is_dir() for step in checkpoint_steps)
+        if (done.get("steps"), done.get("target", "optimal")) == asked and saved:  # no target: optimal
             logger.info("reusing the SFT warm start in %s", target)
             return str(target)
         logger.warning("the warm start in %s has other settings (%s); training it again", target, done)
@@ -79,15 +124,25 @@ def warm_start(model_name_or_path: str, script_args: FleetScriptArguments, train
         max_length=script_args.max_seq_length,
         dataset_num_proc=None,
     )
-    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
+
+    def describe(steps: int) -> dict:
+        return {
+            "steps": steps,
+            "target": script_args.sft_target,
+            "examples": len(dataset),
+            "schedule_steps": script_args.sft_steps,  # the run's cosine schedule, when steps is a checkpoint
+        }
+
+    saver = _SaveAtSteps(training_args, checkpoint_steps, tokenizer, describe)
+    callbacks = [saver] if checkpoint_steps else []
+    trainer = SFTTrainer(
+        model=model, args=config, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
+    )
     result = trainer.train()
     trainer.save_model(str(target))
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(target))
-        summary = {
-            "steps": script_args.sft_steps,
-            "target": script_args.sft_target,
-            "examples": len(dataset),
+        summary = describe(script_args.sft_steps) | {
             "train_loss": result.training_loss,
             "wall_s": time.perf_counter() - started,  # dataset, model load, training and saving
         }

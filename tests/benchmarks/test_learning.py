@@ -205,10 +205,25 @@ def test_render_gives_the_table_with_the_paired_interval():
     assert lines[5] == "| baseline: even_bf16 | 20.0 | 0.90 | 0.50 | 0.10 | 0.250 |"
     assert "mean % of optimum by tier: even_bf16: easy 25.0, medium 10.0." in text
     assert "Scenario fingerprint `0123456789abcdef`" in text
-    assert "Not a learning claim" not in text
-    assert "Not a learning claim" in render(_result(fair_start=False))
+    assert "Not a learning claim" not in text and "Distilled start" not in text
+    distilled = render(_result(fair_start=False))  # no start_target recorded: the optimum, as before
+    assert "**Distilled start:**" in distilled and "GRPO's claim is after − start" in distilled
+    assert "Not a learning claim" not in distilled
     unfair_even = render({**_result(fair_start=False), "start_target": "even_split"})
     assert "the even_bf16 baseline's plans" in unfair_even and "`sft_target: even_split`" in unfair_even
+    assert "Not a learning claim" in unfair_even
+    assert "by what training never showed" not in text  # results from before the split
+    split = _result()
+    for side, (gpu, both) in (("start", (10.0, 5.0)), ("after", (30.0, 7.5))):
+        unseen = {
+            "gpu": {"num_scenarios": 40, "mean_percent_of_optimum": gpu},
+            "both": {"num_scenarios": 38, "mean_percent_of_optimum": both},
+        }
+        split[side] = split[side] | {"per_seed": [{"per_unseen": unseen}, {"per_unseen": unseen}]}
+    assert (
+        "Mean % of optimum by what training never showed (scenarios), start → after per seed: "
+        "unseen gpu (40) 10.0 → 30.0 / 10.0 → 30.0; unseen both (38) 5.0 → 7.5 / 5.0 → 7.5."
+    ) in render(split)
     earlier = {
         key: value for key, value in _result().items() if key not in ("baselines", "scenario_fingerprint")
     }
