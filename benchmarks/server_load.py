@@ -70,7 +70,7 @@ from benchmarks.machine import cpu_model, git_state  # noqa: E402
 from benchmarks.process_memory import child_pid_with, cpu_s, rss_mb  # noqa: E402
 from benchmarks.server_soak import run_soak  # noqa: E402
 from fleet_rl.baselines import heuristic  # noqa: E402
-from fleet_rl.client import FleetAction, FleetEnv, ServerFull  # noqa: E402
+from fleet_rl.env.client import FleetAction, FleetEnv, ServerFull  # noqa: E402
 from fleet_rl.prompts import format_answer  # noqa: E402
 from fleet_rl.scenario_generator import TASKS  # noqa: E402
 from fleet_rl.server.eviction import EVICTED_CLOSE_CODE  # noqa: E402

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from benchmarks.process_memory import rss_mb
-from fleet_rl.client import FleetAction, FleetEnv
+from fleet_rl.env.client import FleetAction, FleetEnv
 
 __all__ = ["GOAL", "SOAK_SESSIONS", "run_soak"]
 

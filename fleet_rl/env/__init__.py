@@ -5,7 +5,7 @@
     observation = env.reset(task="medium", seed=1, mode="refine")
     observation = env.step(FleetAction(plan=completion_text))   # .reward, .done, .jobs, .feedback
 
-The server (``python -m fleet_rl.server``) serves it over HTTP and WebSocket; ``fleet_rl.client.FleetEnv``
+The server (``python -m fleet_rl.server``) serves it over HTTP and WebSocket; ``fleet_rl.env.client.FleetEnv``
 connects to it.
 
 The names below load on first use (PEP 562): ``import openenv.core`` alone loads OpenEnv's server stack

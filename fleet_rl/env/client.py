@@ -2,7 +2,7 @@
 
 Each client holds one WebSocket session (its own ``FleetEnvironment`` on the server):
 
-    from fleet_rl.client import FleetAction, FleetEnv
+    from fleet_rl.env.client import FleetAction, FleetEnv
 
     with FleetEnv(base_url="http://127.0.0.1:8000").sync() as env:
         result = env.reset(task="medium", seed=1, mode="refine", max_turns=3)

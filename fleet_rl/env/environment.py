@@ -154,7 +154,7 @@ class FleetEnvironment(Environment[FleetAction, FleetObservation, FleetState]):
         if self._request is None:
             raise EpisodeError(
                 "no episode: call reset first (HTTP /reset and /step are stateless; episodes run over the "
-                "WebSocket at /ws, e.g. with fleet_rl.client.FleetEnv)",
+                "WebSocket at /ws, e.g. with fleet_rl.env.client.FleetEnv)",
                 status_code=409,
             )
         state = self._state

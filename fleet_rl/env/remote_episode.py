@@ -7,7 +7,7 @@
     episode.state.episode_reward
 
 It makes the ``FleetEnvironment`` calls ``FleetToolEnvironment`` makes, over one WebSocket session
-(``fleet_rl.client.FleetEnv``, with the pool's connect and call timeouts) on a server the pool picks.
+(``fleet_rl.env.client.FleetEnv``, with the pool's connect and call timeouts) on a server the pool picks.
 
 Failover with replay: an episode is determined by its request (the ``reset`` parameters: the row's
 scenario, task, seed and agent, the turns and their cost) and the drafts checked so far, and every server
@@ -38,7 +38,7 @@ from typing import Any
 
 from websockets.protocol import State
 
-from fleet_rl.client import FleetEnv
+from fleet_rl.env.client import FleetEnv
 from fleet_rl.env.models import FleetAction, FleetObservation, FleetState
 from fleet_rl.env.server_faults import SessionLost, server_fault
 from fleet_rl.env.server_pool import ServerPool

@@ -4,7 +4,7 @@ An episode that runs on a server (``fleet_rl/env/remote_episode.py``) fails over
 server fails, and only then: a request the server refused on its merits (a 4xx, an error frame about the
 request) would be refused by every server alike, so failing over for it would mark every server dead for
 one bad answer. ``server_fault(error)`` says which kind an exception raised by a call through openenv's
-client (``fleet_rl.client.FleetEnv``) is:
+client (``fleet_rl.env.client.FleetEnv``) is:
 
 - the server's fault (returns a short reason): the connection was refused, reset or closed (the server
   died, restarted, or closed the session: a reaped session is a closed socket), a call or the handshake
@@ -27,7 +27,7 @@ import re
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from fleet_rl.client import ServerFull, SessionEvicted
+from fleet_rl.env.client import ServerFull, SessionEvicted
 
 __all__ = ["SERVER_ERROR_CODES", "SessionLost", "server_fault"]
 

@@ -13,7 +13,7 @@ slot is taken, a newcomer gets the slot of a session silent for ``evict_silent_a
 socket is closed with code 4408 (``fleet_rl/server/eviction.py``; 0 or less turns that off).
 
 HTTP ``/reset`` and ``/step`` are stateless in openenv (each builds a fresh environment), so an episode runs
-over ``/ws``: ``fleet_rl.client.FleetEnv`` does that.
+over ``/ws``: ``fleet_rl.env.client.FleetEnv`` does that.
 """
 
 from __future__ import annotations

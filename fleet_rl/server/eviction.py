@@ -9,7 +9,7 @@ changes that one case:
   has been silent for at least ``evict_silent_after_s``, and the newcomer takes its slot. Its WebSocket is
   closed with code ``EVICTED_CLOSE_CODE`` (4408: an application code, 4000 + HTTP's 408 Request Timeout)
   and a reason such as "evicted: silent for 42.3 s while the server was full (64/64 sessions)";
-  ``fleet_rl.client.FleetEnv`` raises ``SessionEvicted`` for it.
+  ``fleet_rl.env.client.FleetEnv`` raises ``SessionEvicted`` for it.
 - Silent means no frame in either direction for that long (WebSocket pings do not count: they are not
   use). A session with a request in flight (a frame received, its answer not yet sent) is in use however
   long the request takes, and so is one with a frame within the threshold: neither is ever closed for a

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from fleet_rl.baselines import even_bf16, heuristic
-from fleet_rl.client import FleetEnv
+from fleet_rl.env.client import FleetEnv
 from fleet_rl.env.models import FleetAction
 from fleet_rl.env.remote_episode import RemoteEpisode
 from fleet_rl.env.server_pool import AllServersDown, ServerPool

@@ -9,7 +9,7 @@ import time
 import pytest
 from websockets.exceptions import ConnectionClosed
 
-from fleet_rl.client import ServerFull, SessionEvicted
+from fleet_rl.env.client import ServerFull, SessionEvicted
 from fleet_rl.env.remote_episode import RemoteEpisode, retry_pause_s
 from fleet_rl.env.server_faults import SessionLost, server_fault
 from fleet_rl.env.server_pool import AllServersDown, ServerPool

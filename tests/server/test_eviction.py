@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from fleet_rl.client import FleetAction, FleetEnv, ServerFull, SessionEvicted
 from fleet_rl.env import FleetEnvironment
+from fleet_rl.env.client import FleetAction, FleetEnv, ServerFull, SessionEvicted
 from fleet_rl.server import create_fleet_app
 from fleet_rl.server.eviction import EVICTED_CLOSE_CODE, SERVER_FULL_CLOSE_CODE
 from fleet_rl.server.subprocess_server import server_process

@@ -13,7 +13,7 @@ import pytest
 import websockets
 
 from fleet_rl.baselines import even_bf16, heuristic, random_split
-from fleet_rl.client import FleetAction, FleetEnv
+from fleet_rl.env.client import FleetAction, FleetEnv
 from fleet_rl.prompts import format_answer
 from fleet_rl.scenario_generator import make_scenario
 from fleet_rl.server.subprocess_server import server_process
