@@ -13,7 +13,7 @@ the learning benchmark's key, so ``benchmarks/learning.py --work_dir <work_dir> 
 --model_name_or_path <work_dir>/warm-start-checkpoints/step-N`` reuses it as its start's instead of
 answering again. The result lists, per checkpoint, the summary (overall, per task, per unseen part:
 ``fleet_rl.training.unseen_split``) and the per-scenario % of optimum, beside the baselines, with the
-command, machine, versions and commit. ``--reuse`` keeps a finished warm start of the same settings.
+command, machine and commit. ``--reuse`` keeps a finished warm start of the same settings.
 
 A checkpoint of a longer run is not the same model as a run of that many steps: the schedule spans all
 the steps. The best checkpoint is chosen on the held-out scenarios themselves, which the result says.
