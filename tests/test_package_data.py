@@ -1,4 +1,5 @@
-"""A built wheel carries the data the package reads at run time (the calibration figures' YAML)."""
+"""A built wheel carries the data the package reads at run time (the calibration figures' YAML, the /web
+page's README)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import zipfile
 from pathlib import Path
 
 from fleet_rl.calibration import FIGURES_FILE
+from fleet_rl.server.app import WEB_README_PATH
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_the_wheel_carries_the_calibration_figures(tmp_path):
+def test_the_wheel_carries_the_calibration_figures_and_the_web_readme(tmp_path):
     """Build from a copy of the sources (a build writes build/ and *.egg-info beside them), offline."""
     source = tmp_path / "source"
     source.mkdir()
@@ -32,4 +34,6 @@ def test_the_wheel_carries_the_calibration_figures(tmp_path):
     (wheel,) = (tmp_path / "dist").glob("libratio_fleet-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         packed = archive.read(f"fleet_rl/{FIGURES_FILE}")
+        readme = archive.read("fleet_rl/server/web_readme.md")
     assert packed == (REPO / "fleet_rl" / FIGURES_FILE).read_bytes()
+    assert readme == WEB_README_PATH.read_bytes()

@@ -18,6 +18,9 @@ over ``/ws``: ``fleet_rl.env.client.FleetEnv`` does that.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.types import ConcurrencyConfig
@@ -38,6 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_SESSIONS = 64
+WEB_README_PATH = Path(__file__).with_name("web_readme.md")  # the /web page's subtitle and README panel
 DEFAULT_SESSION_TIMEOUT_S = 600.0
 DEFAULT_MAX_BODY_BYTES = 256 * 1024  # a plan is at most 20,000 characters; a grader log at most 16 plans
 
@@ -56,6 +60,9 @@ def create_fleet_app(
     if web:
         from openenv.core.env_server.web_interface import create_web_interface_app  # imports gradio
 
+        # openenv reads the page's description and README from the file ENV_README_PATH names; without
+        # one the page's subtitle says "FleetEnvironment environment". A path set by the caller wins.
+        os.environ.setdefault("ENV_README_PATH", str(WEB_README_PATH))
         app = create_web_interface_app(FleetEnvironment, FleetAction, FleetObservation, **kwargs)
     else:
         app = create_fastapi_app(FleetEnvironment, FleetAction, FleetObservation, **kwargs)

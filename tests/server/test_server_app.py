@@ -13,6 +13,7 @@ from fleet_rl.baselines import heuristic
 from fleet_rl.env import FleetAction, FleetEnvironment
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.server import create_fleet_app
+from fleet_rl.server.app import WEB_README_PATH
 
 BASELINE_NAMES = ("even_bf16", "heuristic", "random", "random_split", "random_feasible", "optimal")
 
@@ -158,3 +159,11 @@ def test_the_web_ui_is_served_at_web():
         assert client.post("/web/step", json={"action": {"plam": "{}"}}).status_code == 422
         response = client.post("/web/step", json={"action": {"plan": "{}"}})
         assert response.status_code == 200 and response.json()["done"] is True
+
+
+def test_the_web_page_describes_the_environment_from_its_readme():
+    """openenv titles the page from the metadata; without a README it says "FleetEnvironment environment"."""
+    with TestClient(create_fleet_app(web=True)) as client:
+        metadata = client.get("/web/metadata").json()
+    assert metadata["readme_content"] == WEB_README_PATH.read_text()
+    assert "press Reset" in metadata["readme_content"].split("\n\n")[1]
