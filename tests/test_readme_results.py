@@ -1,9 +1,9 @@
 """The README's results and the docs' paths are what the repository holds.
 
 - The results table of README.md is ``python benchmarks/learning.py --render`` of the committed result,
-  line for line, and the learning results that docs/learning-benchmark.md shows (today's and the rendered
-  history) are their files' whole ``--render`` output; docs/kernel.md's calibration table is what
-  ``python benchmarks/calibration.py --markdown`` prints.
+  line for line, and the learning results that docs/learning-benchmark.md (today's) and
+  docs/experiment-log.md (the rendered history) show are their files' whole ``--render`` output;
+  docs/kernel.md's calibration table is what ``python benchmarks/calibration.py --markdown`` prints.
 - Every relative link of README.md, CHANGELOG.md and docs/*.md leads to a file or directory of the
   repository, and every repository path they mention (``fleet_rl/...``, ``configs/...``, ``tests/...``,
   ``train_grpo.py``...) exists. Output locations (``outputs/``, ``runs/``, ``reports/``) are not repository
@@ -25,8 +25,8 @@ PAGES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob
 RESULT = "benchmarks/results/learning_smollm2_cpu.json"
 # The results each page shows as their whole --render output.
 RENDERED = {
-    "docs/learning-benchmark.md": [
-        RESULT,
+    "docs/learning-benchmark.md": [RESULT],
+    "docs/experiment-log.md": [
         "benchmarks/results/history/learning_smollm2_cpu_sized_sil0.1.json",
         "benchmarks/results/history/learning_smollm2_cpu_compact.json",
         "benchmarks/results/history/learning_smollm2_cpu_scalenone.json",
