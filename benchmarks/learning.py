@@ -39,7 +39,8 @@ of the step — forward, backward and optimizer, plus checkpoint saves — from 
 ``profiling_context`` takes around ``transformers.generate`` and ``_calculate_rewards``; evaluation), the
 exact command, CPU, package versions and git commit. A start that imitated the exact optimum
 (``sft_target: optimal``) or the ``even_bf16`` baseline it is measured against (``even_split``) is flagged
-``fair_start: false`` (``start_target`` names it): such a run says nothing about what RL learned.
+``fair_start: false`` (``start_target`` names it): its policy's score is mostly the start's, and what it
+claims for GRPO is the gain over that start on the same scenarios (issue #68's distill-then-reinforce).
 
 ``--reuse`` keeps a seed's finished result from an earlier run of the same command in ``--work_dir``, if it
 was evaluated on today's held-out scenarios (the same ``scenario_fingerprint``; otherwise it says so and

@@ -171,8 +171,9 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
     if not fair_start:
         print(
             f"learning benchmark: the start imitates {UNFAIR_START_TARGETS[start_target]} (sft_target "
-            f"{start_target}); this run makes no claim about what RL learned (use --sft_target random, "
-            "random_split or random_feasible, or --sft_steps 0)",
+            f"{start_target}): what this run claims for GRPO is its gain over that start, not the policy's "
+            "score (for what GRPO finds alone: --sft_target random, random_split or random_feasible, or "
+            "--sft_steps 0)",
             file=sys.stderr,
         )
     fingerprint = {"config": args.config, "train_flags": train_flags, "settings": settings}
