@@ -20,6 +20,7 @@ import time
 import urllib.error
 import urllib.request
 
+from fleet_rl.catalog.formats import MODULE_GROUPS
 from fleet_rl.client import FleetAction, FleetEnv
 from fleet_rl.kernel import solve
 from fleet_rl.prompts import format_answer
@@ -33,7 +34,7 @@ UNKNOWN_JOB_PLAN = json.dumps(
                 "id": "no-such-job",
                 "gpus": 1,
                 "tensor_parallel": 1,
-                "precision": dict.fromkeys(("embedding", "attention", "mlp", "norm", "lm_head"), "bf16"),
+                "precision": dict.fromkeys(MODULE_GROUPS, "bf16"),
                 "micro_batch_size": 1,
                 "activation_checkpointing": False,
             }

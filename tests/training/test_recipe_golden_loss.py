@@ -18,6 +18,7 @@ from transformers import AutoTokenizer, TrainerCallback
 
 import train_grpo
 from fleet_rl.baselines import even_bf16, optimal, random_feasible, random_split
+from fleet_rl.catalog.formats import MODULE_GROUPS
 from fleet_rl.prompts import format_answer
 from fleet_rl.scenario import Scenario
 from fleet_rl.tiny_model import ensure_tiny_model
@@ -31,7 +32,7 @@ GOLDEN = [(2.119917392730713, 1.2664568424224854), (1.9904968738555908, 1.553949
 def fixed_answers(scenario: Scenario, seed: int) -> list[str]:
     """Eight answers to one scenario, from the best plan to prose, in a fixed order."""
     first = scenario.jobs[0]
-    bf16 = dict.fromkeys(("embedding", "attention", "mlp", "norm", "lm_head"), "bf16")
+    bf16 = dict.fromkeys(MODULE_GROUPS, "bf16")
     template = {
         "jobs": [{"id": first.id, "gpus": scenario.cluster.count, "tensor_parallel": 1, "precision": bf16}]
     }
