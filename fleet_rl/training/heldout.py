@@ -52,17 +52,9 @@ def _generate(model, tokenizer, prompts: list[list[dict]], max_new_tokens: int, 
     return tokenizer.batch_decode(continuations, skip_special_tokens=True)
 
 
-def generate_ids(
-    model,
-    tokenizer,
-    id_prompts: list[list[int]],
-    max_new_tokens: int,
-    batch_size: int,
-    temperature: float = 0.0,
-) -> list[list[int]]:
-    """Continuations of token-id prompts (left-padded in batches), each cut after its first end token
-    (kept), as TRL cuts its completions: what ``fleet_rl.revision.run_revisions`` appends. Greedy with
-    ``temperature`` 0; sampled at that temperature (torch's RNG, top-p 1) otherwise."""
+def generate_ids(model, tokenizer, id_prompts: list[list[int]], max_new_tokens: int, batch_size: int):
+    """Greedy continuations of token-id prompts (left-padded in batches), each cut after its first end token
+    (kept), as TRL cuts its completions."""
     eos = tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
     continuations: list[list[int]] = []
@@ -79,8 +71,7 @@ def generate_ids(
                     input_ids=input_ids.to(model.device),
                     attention_mask=attention_mask.to(model.device),
                     max_new_tokens=max_new_tokens,
-                    do_sample=temperature > 0,
-                    **({"temperature": temperature, "top_p": 1.0, "top_k": 0} if temperature > 0 else {}),
+                    do_sample=False,
                     pad_token_id=pad,
                     eos_token_id=eos,
                 )
@@ -89,28 +80,6 @@ def generate_ids(
     finally:
         model.train(was_training)
     return continuations
-
-
-def _revised_answers(
-    model, tokenizer, rows: Sequence[dict], max_turns: int, max_new_tokens: int, batch_size: int
-) -> tuple[list[str], list[str], list[int]]:
-    """Greedy revision episodes (``fleet_rl.revision``) on ``rows``: (final answers, first answers, turns)."""
-    from fleet_rl.revision import run_revisions
-    from fleet_rl.training.revision_rollout import episode_request
-
-    episodes = run_revisions(
-        prompt_ids(tokenizer, [row["prompt"] for row in rows]),
-        [episode_request(row) for row in rows],
-        lambda contexts, turn: generate_ids(model, tokenizer, contexts, max_new_tokens, batch_size),
-        tokenizer,
-        max_turns=max_turns,
-        eos_token_ids=[tokenizer.eos_token_id],
-    )
-    return (
-        [episode.final_answer for episode in episodes],
-        [episode.answers[0] for episode in episodes],
-        [episode.turns for episode in episodes],
-    )
 
 
 def summarise(
@@ -174,35 +143,17 @@ def evaluate_policy(
     batch_size: int = 8,
     dataset_seed: int = EVAL_DATASET_SEED,
     num_samples: int = 3,
-    max_turns: int = 1,
 ) -> dict:
-    """Greedy answers to ``num_scenarios`` held-out prompts, scored (see ``summarise``), plus samples.
-
-    With ``max_turns`` > 1 each prompt is a greedy revision episode (``fleet_rl.revision``: up to
-    ``max_turns`` plans, the kernel's verdict between them, stopping once a plan runs every job): the
-    summary scores the final plans, ``first_plan`` scores the first ones on their own, ``mean_turns`` is the
-    plans written per episode, and each sample keeps its first answer beside the final one."""
+    """Greedy answers to ``num_scenarios`` held-out prompts, scored (see ``summarise``), plus samples."""
     rows = scenario_rows(
         tasks, num_scenarios, dataset_seed=dataset_seed, split="eval", prompt_style=prompt_style
     )
-    first_answers: list[str] | None = None
-    if max_turns > 1:
-        completions, first_answers, turns = _revised_answers(
-            model, tokenizer, rows, max_turns, max_new_tokens, batch_size
-        )
-    else:
-        completions = _generate(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens, batch_size)
+    completions = _generate(model, tokenizer, [row["prompt"] for row in rows], max_new_tokens, batch_size)
     tokens = [len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in completions]
     summary = summarise(rows, completions, tokens)
-    if first_answers is not None:
-        first = summarise(rows, first_answers)
-        summary["first_plan"] = {key: value for key, value in first.items() if key not in BREAKDOWNS}
-        summary["mean_turns"] = float(np.mean(turns))
-        summary["max_turns"] = max_turns
     summary["samples"] = [
         {"task": row["task"], "seed": row["seed"], "completion": completion}
-        | ({} if first_answers is None else {"first_completion": first_answers[k]})
-        for k, (row, completion) in enumerate(list(zip(rows, completions, strict=True))[:num_samples])
+        for row, completion in list(zip(rows, completions, strict=True))[:num_samples]
     ]
     return summary
 

@@ -2,16 +2,15 @@
 
 GRPO hands every token of an answer one advantage, the plan's reward against its group's. A plan of three
 jobs whose first runs and whose second is out of memory trains the tokens of both alike: the policy cannot
-tell which choice broke the plan, and on the CPU presets it settles on one template (bf16, tensor
-parallelism 1 for every job) that fixes one fault and keeps another (issue #43).
+tell which choice broke the plan.
 
-``JobCreditTrainer`` keeps the plan's advantage on every token and adds, on the tokens of job j's object in
-the answer's JSON, ``w × (c_j − mean c_j)``: job j's breadcrumb credit (``rewards/job_credits.py``: 1 runs,
-a near miss in (1/3, 1/2) graded by its distance, 1/3 idle, at most 1/6 for a categorical fault) against the
-mean credit of job j over the group's answers that have one. An answer whose job j ran where the group's
-mostly went out of memory has that job's tokens pushed up even when another job sinks the plan, and the job
-that sank it is pushed down on its own tokens. A job that every answer of the group handled alike adds
-nothing; the plan's advantage (score, feasibility) still drives the whole answer.
+``FleetGRPOTrainer`` (``job_credit_advantages``) keeps the plan's advantage on every token and adds, on the
+tokens of job j's object in the answer's JSON, ``w × (c_j − mean c_j)``: job j's breadcrumb credit
+(``rewards/job_credits.py``: 1 runs, a near miss in (1/3, 1/2) graded by its distance, 1/3 idle, at most 1/6
+for a categorical fault) against the mean credit of job j over the group's answers that have one. An answer
+whose job j ran where the group's mostly went out of memory has that job's tokens pushed up even when another
+job sinks the plan, and the job that sank it is pushed down on its own tokens. A job that every answer of the
+group handled alike adds nothing; the plan's advantage (score, feasibility) still drives the whole answer.
 
 It is a credit assignment, not a reward: the rewards, their order and the logged reward are unchanged; the
 (B, T) advantages go to TRL's loss as they are (``GRPOTrainer._compute_loss`` unsqueezes only a (B,) one).
@@ -25,41 +24,28 @@ placed job's categorical fault (at most 1/6), and the plan's reward then prefers
 early to placing a job that fails, while % of optimum scores a plan with an idle job 0, as a crash. With
 ``omitted_job_credit: c`` (off: ``None``) such a job's credit is ``c`` instead, in the group means too, and
 the tokens that closed the list early get ``w × Σ (c − mean c_j)`` over the jobs it left out, each: the
-choice that left them out is told it did (issue #43: every recipe on the sized prompt ended writing the
-first job alone). Those tokens run from the one holding the last job object's ``}`` through the one
-holding the ``]`` (``closing_tokens``): SmolLM2 writes ``"}`` then ``]}`` to end the list and ``"},`` to go
-on to another job, so the choice is taken at the ``"}``. Up to commit 50d717a the ``]`` token alone
-carried it; with that token pushed down and the ``"}`` not, the mass after ``"}`` went to ``,"``, a key
-written into the list, which does not parse (``docs/learning-benchmark.md``). The rewards and the logged
+choice that left them out is told it did. Those tokens run from the one holding the last job object's
+``}`` through the one holding the ``]`` (``closing_tokens``): SmolLM2 writes ``"}`` then ``]}`` to end the
+list and ``"},`` to go on to another job, so the choice is taken at the ``"}`` (crediting the ``]`` alone
+moved the mass to ``,"``, which does not parse: ``docs/experiment-log.md``). The rewards and the logged
 reward stay the tiers'. ``job_credit/omitted`` logs the share of credited answers that left a job out.
-With ``extra_job_credit`` the list's end is credited like a job too: ending it right once every job is
-written, against ending it early or going on with invented or repeated jobs
-(``fleet_rl/training/list_end_credit.py``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
-from fleet_rl.training.every_job_sampling import EveryJobSamplingTrainer, row_job_ids
-from fleet_rl.training.job_spans import id_objects, job_spans
-from fleet_rl.training.list_end_credit import (
-    LIST_END,
-    add_list_end_credit,
-    extra_objects,
-    list_end_credit,
-    overshoot_tokens,
-)
+from fleet_rl.training.job_spans import job_spans
 from rewards.job_credits import job_credits
 
 __all__ = [
-    "JobCreditTrainer",
     "closing_tokens",
     "credit_omitted_jobs",
     "job_advantages",
+    "job_credit_advantages",
     "job_of_tokens",
     "job_spans",
     "token_char_ends",
@@ -182,106 +168,56 @@ def group_job_means(credits: Sequence[dict[str, float] | None], group_size: int)
     return means
 
 
-class JobCreditTrainer(EveryJobSamplingTrainer):
-    """``EveryJobSamplingTrainer`` that, with ``job_credit > 0``, adds each job's own advantage to its tokens
-    (module docstring); ``job_credit=0`` is its parent."""
-
-    def __init__(
-        self,
-        *args,
-        job_credit: float = 0.0,
-        omitted_job_credit: float | None = None,
-        extra_job_credit: float | None = None,
-        **kwargs,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.job_credit = job_credit
-        self.omitted_job_credit = omitted_job_credit
-        self.extra_job_credit = extra_job_credit
-
-    def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
-        if not self.job_credit:
-            return output
-        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-
-        def decode(ids: Sequence[int]) -> str:
-            return tokenizer.decode(ids, skip_special_tokens=True)
-
-        lengths = output["completion_mask"].sum(dim=1).tolist()
-        answers = [row[: int(n)].tolist() for row, n in zip(output["completion_ids"], lengths, strict=True)]
-        texts = [decode(ids) for ids in answers]
-        extra = {
-            name: [row.get(name) for row in inputs] for name in ("agent", "given_plan") if name in inputs[0]
-        }
-        credits = job_credits(texts, [row["scenario"] for row in inputs], **extra)
-        token_jobs: list[list[str | None]] = []
-        closing: list[tuple[int, ...]] = []
-        omitted: list[list[str]] = []
-        end_credits: list[float | None] = []
-        end_tokens: list[tuple[int, ...]] = []
-        went_on: list[bool] = []  # per end-credited row: it wrote a job object past its scenario's
-        for row, (ids, text, credit) in enumerate(zip(answers, texts, credits, strict=True)):
-            jobs, closers, left_out, beyond, ends = [], (), [], [], ()
-            if credit is not None:
-                spans, char_ends = job_spans(text, list(credit)), token_char_ends(decode, ids)
-                jobs = job_of_tokens(char_ends, spans)
-                if self.omitted_job_credit is not None:
-                    credits[row], left_out = credit_omitted_jobs(credit, spans, self.omitted_job_credit)
-                    ends = closing_tokens(text, spans, char_ends)
-                    closers = ends if left_out else ()
-            if self.extra_job_credit is not None:
-                scenario_ids = row_job_ids(inputs[row]) if credit is None else ()  # none: multi-agent
-                objects = id_objects(text) if scenario_ids else []
-                beyond = extra_objects(objects, scenario_ids) if objects else []
-                if beyond:
-                    ends = overshoot_tokens(objects, beyond, token_char_ends(decode, ids))
-                end = list_end_credit(
-                    credit is not None, left_out, beyond, self.omitted_job_credit, self.extra_job_credit
-                )
-                end_credits.append(end)
-                end_tokens.append(ends)
-                if end is not None:
-                    went_on.append(bool(beyond))
-            token_jobs.append(jobs)
-            closing.append(closers)
-            omitted.append(left_out)
-        all_credits = self._gather_credits(credits)
-        group_size = self.num_generations if self.model.training else self.num_generations_eval
-        start = self.accelerator.process_index * len(inputs)
-        means = group_job_means(all_credits, group_size)[start : start + len(inputs)]
-        plan_advantages = output["advantages"]
-        advantages = job_advantages(
-            plan_advantages, credits, token_jobs, means, self.job_credit, output["completion_ids"].size(1)
-        )
-        mode = "train" if self.model.training else "eval"
-        if self.omitted_job_credit is not None:
-            add_closing_credit(advantages, closing, omitted, credits, means, self.job_credit)
-            credited = [left_out for left_out, c in zip(omitted, credits, strict=True) if c is not None]
-            if credited:
-                share = sum(1 for left_out in credited if left_out) / len(credited)
-                self._metrics[mode]["job_credit/omitted"].append(share)
-        if self.extra_job_credit is not None:
-            ended = self._gather_credits([None if c is None else {LIST_END: c} for c in end_credits])
-            end_means = group_job_means(ended, group_size)[start : start + len(inputs)]
-            add_list_end_credit(advantages, end_tokens, end_credits, end_means, self.job_credit)
-            if any(c is not None for c in end_credits):
-                self._metrics[mode]["job_credit/extra"].append(sum(went_on) / len(went_on))
-        touched = [
-            abs(float(advantages[row, token]) - float(plan_advantages[row]))
-            for row, jobs in enumerate(token_jobs)
-            for token, job in enumerate(jobs)
-            if job is not None and job in means[row]
-        ]
-        if touched:
-            self._metrics[mode]["job_credit/mean_abs"].append(sum(touched) / len(touched))
-        output["advantages"] = advantages.to(plan_advantages.device)
-        return output
-
-    def _gather_credits(self, credits: list[dict[str, float] | None]) -> list[dict[str, float] | None]:
-        """Every process's rows' credits, in process order (GRPO's groups may span processes)."""
-        if self.accelerator.num_processes == 1:
-            return credits
-        from accelerate.utils import gather_object
-
-        return gather_object(credits)
+def job_credit_advantages(
+    output: dict,
+    inputs: list[dict],
+    *,
+    decode: Callable[[Sequence[int]], str],
+    weight: float,
+    omitted_credit: float | None,
+    gather: Callable[[list], list],
+    group_size: int,
+    first_row: int,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The (rows, tokens) advantages of TRL's scored batch ``output`` with per-job credit added (module
+    docstring), and the metrics to log. ``gather`` collects every process's credit rows in process order
+    (GRPO's groups may span processes); this process's rows start at ``first_row`` of them."""
+    lengths = output["completion_mask"].sum(dim=1).tolist()
+    answers = [row[: int(n)].tolist() for row, n in zip(output["completion_ids"], lengths, strict=True)]
+    texts = [decode(ids) for ids in answers]
+    extra = {name: [row.get(name) for row in inputs] for name in ("agent", "given_plan") if name in inputs[0]}
+    credits = job_credits(texts, [row["scenario"] for row in inputs], **extra)
+    token_jobs: list[list[str | None]] = []
+    closing: list[tuple[int, ...]] = []
+    omitted: list[list[str]] = []
+    for row, (ids, text, credit) in enumerate(zip(answers, texts, credits, strict=True)):
+        jobs, closers, left_out = [], (), []
+        if credit is not None:
+            spans, char_ends = job_spans(text, list(credit)), token_char_ends(decode, ids)
+            jobs = job_of_tokens(char_ends, spans)
+            if omitted_credit is not None:
+                credits[row], left_out = credit_omitted_jobs(credit, spans, omitted_credit)
+                closers = closing_tokens(text, spans, char_ends) if left_out else ()
+        token_jobs.append(jobs)
+        closing.append(closers)
+        omitted.append(left_out)
+    means = group_job_means(gather(credits), group_size)[first_row : first_row + len(inputs)]
+    plan_advantages = output["advantages"]
+    advantages = job_advantages(
+        plan_advantages, credits, token_jobs, means, weight, output["completion_ids"].size(1)
+    )
+    metrics = {}
+    if omitted_credit is not None:
+        add_closing_credit(advantages, closing, omitted, credits, means, weight)
+        credited = [left_out for left_out, c in zip(omitted, credits, strict=True) if c is not None]
+        if credited:
+            metrics["job_credit/omitted"] = sum(1 for left_out in credited if left_out) / len(credited)
+    touched = [
+        abs(float(advantages[row, token]) - float(plan_advantages[row]))
+        for row, jobs in enumerate(token_jobs)
+        for token, job in enumerate(jobs)
+        if job is not None and job in means[row]
+    ]
+    if touched:
+        metrics["job_credit/mean_abs"] = sum(touched) / len(touched)
+    return advantages.to(plan_advantages.device), metrics

@@ -1,5 +1,5 @@
 """Where each job's ``{...}`` object lies in an answer's text: the characters per-job credit and plan
-edits work on (``fleet_rl/training/job_credit.py``, ``fleet_rl/training/plan_edits.py``)."""
+repairs work on (``fleet_rl/training/job_credit.py``, ``fleet_rl/training/plan_repairs.py``)."""
 
 from __future__ import annotations
 

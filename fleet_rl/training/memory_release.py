@@ -1,6 +1,5 @@
-"""Give the memory a CPU run has freed back to the system (glibc's ``malloc_trim``): at each step's end (after
-its expert iteration round), between a round's sampling and its SFT pass, after training, and after each
-held-out evaluation.
+"""Give the memory a CPU run has freed back to the system (glibc's ``malloc_trim``): at each step's end, after
+training, and after each held-out evaluation.
 
 Why: glibc's ``malloc`` maps an allocation of at least ``M_MMAP_THRESHOLD`` bytes on its own and unmaps it on
 free, but each such free raises the threshold to the freed block's size (up to 32 MiB on 64-bit). Once a
@@ -47,8 +46,7 @@ def release_freed_memory() -> bool:
 
 
 class ReleaseFreedMemory(TrainerCallback):
-    """``release_freed_memory`` at each step's end (after the step's expert iteration round, whose callback
-    the trainer registers first) and after each evaluation."""
+    """``release_freed_memory`` at each step's end and after each evaluation."""
 
     def on_step_end(self, args, state, control, **kwargs):
         release_freed_memory()

@@ -11,7 +11,7 @@ sum's, up to float rounding; no forward pass runs twice.
 
 The parts must not need the trainer's own backward pass: a model wrapped for several processes (DDP,
 FSDP, DeepSpeed) reduces gradients in hooks that ``torch.autograd.grad`` does not fire, and reentrant
-gradient checkpointing refuses it, so callers keep one batch there (``SelfImitationTrainer``).
+gradient checkpointing refuses it, so callers keep one batch there (``self_imitation.imitation_nll``).
 """
 
 from __future__ import annotations

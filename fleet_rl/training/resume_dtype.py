@@ -2,20 +2,19 @@
 
 On a 4-bit or 8-bit base, TRL's ``GRPOTrainer`` casts the trainable LoRA weights to bf16 when it builds the
 PEFT model (the QLoRA paper's recipe). Resuming goes through transformers' ``_load_from_checkpoint``, which
-calls PEFT's ``load_adapter``; that upcasts bf16 adapter weights to fp32 (``autocast_adapter_dtype=True``,
-its default). So before this, a resumed run trained fp32 adapters where the run it resumed trained bf16
-ones: ``benchmarks/kill_resume.py`` saw rewards identical up to the first resume and gradient norms that
-differed from the next step on (a fresh process's rounded to bf16, e.g. 0.390625; a resumed one's not).
-``AdapterDtypeTrainer`` casts them back after loading, as TRL cast them at the start, before the optimizer
-(and its restored state) is built.
+calls PEFT's ``load_adapter``; that upcasts bf16 adapter weights to fp32 (``autocast_adapter_dtype=True``, its
+default). So before this, a resumed run trained fp32 adapters where the run it resumed trained bf16 ones:
+``benchmarks/kill_resume.py`` saw rewards identical up to the first resume and gradient norms that differed
+from the next step on (a fresh process's rounded to bf16, e.g. 0.390625; a resumed one's not).
+``FleetGRPOTrainer._load_from_checkpoint`` casts them back after loading, as TRL cast them at the start,
+before the optimizer (and its restored state) is built.
 """
 
 from __future__ import annotations
 
 import torch
-from trl import GRPOTrainer
 
-__all__ = ["AdapterDtypeTrainer", "is_quantized", "trainable_to_bf16"]
+__all__ = ["is_quantized", "trainable_to_bf16"]
 
 
 def is_quantized(model) -> bool:
@@ -36,13 +35,3 @@ def trainable_to_bf16(model) -> list[str]:
             parameter.data = parameter.data.to(torch.bfloat16)
             cast.append(name)
     return cast
-
-
-class AdapterDtypeTrainer(GRPOTrainer):
-    """``GRPOTrainer`` whose resumed QLoRA adapters are bf16 again, as a fresh run's (module docstring)."""
-
-    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
-        super()._load_from_checkpoint(resume_from_checkpoint, model)
-        loaded = self.model if model is None else model
-        if is_quantized(loaded):
-            trainable_to_bf16(loaded)

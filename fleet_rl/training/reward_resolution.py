@@ -1,6 +1,5 @@
-"""Resolve reward function names from a config: ``rewards.REWARD_FUNCS`` first, then the episode rewards
-``refinement_reward`` (``episode_mode: refine``, beside its environment) and ``revision_reward``
-(``episode_mode: revise``, beside its rollout), then dotted import paths."""
+"""Resolve reward function names from a config: ``rewards.REWARD_FUNCS`` first, then the episode reward
+``refinement_reward`` (``episode_mode: refine``, beside its environment), then dotted import paths."""
 
 from __future__ import annotations
 
@@ -9,10 +8,9 @@ from collections.abc import Callable, Sequence
 
 from rewards import REWARD_FUNCS
 
-__all__ = ["EPISODE_REWARD", "REVISION_REWARD", "resolve_reward_funcs"]
+__all__ = ["EPISODE_REWARD", "resolve_reward_funcs"]
 
 EPISODE_REWARD = "refinement_reward"  # fleet_rl.env.trl_environment.refinement_reward
-REVISION_REWARD = "revision_reward"  # fleet_rl.training.revision_rollout.revision_reward
 
 
 def _import_dotted(path: str) -> Callable:
@@ -41,16 +39,12 @@ def resolve_reward_funcs(names: Sequence[str]) -> list[Callable]:
             from fleet_rl.env.trl_environment import refinement_reward  # imports openenv: only when asked
 
             funcs.append(refinement_reward)
-        elif name == REVISION_REWARD:
-            from fleet_rl.training.revision_rollout import revision_reward
-
-            funcs.append(revision_reward)
         elif "." in name:
             funcs.append(_import_dotted(name))
         else:
             raise ValueError(
                 f"unknown reward function {name!r}; valid names: {', '.join(REWARD_FUNCS)}, "
-                f"{EPISODE_REWARD}, {REVISION_REWARD}, or a dotted import path such as "
+                f"{EPISODE_REWARD}, or a dotted import path such as "
                 "my_package.my_module.my_reward"
             )
     return funcs

@@ -1,10 +1,11 @@
 """Run a group's shared prompt through the model once, not once per answer: the same numbers, fewer FLOPs.
 
-On the CPU presets a step is one prompt and its ``num_generations`` answers. TRL's transformers path feeds
-the prompt with every answer: the 8 answers of a SmolLM2 facts step are ~850 tokens each, ~730 of them the
-same prompt, so generation's prefill and the loss's forward and backward passes each process the prompt 8
-times (``benchmarks/step_time.py``: generation 36 %, forward 25 %, backward 39 % of a 143 s step).
-``SharedPromptTrainer`` runs the prompt once and hands its key/value cache to every answer:
+On the CPU presets a step is one prompt and its ``num_generations`` answers. TRL's transformers path feeds the
+prompt with every answer: the 8 answers of a SmolLM2 facts step are ~850 tokens each, ~730 of them the same
+prompt, so generation's prefill and the loss's forward and backward passes each process the prompt 8 times
+(``benchmarks/step_time.py``: generation 36 %, forward 25 %, backward 39 % of a 143 s step).
+``FleetGRPOTrainer`` (``share_prompt: true``, the default) runs the prompt once and hands its key/value cache
+to every answer:
 
 - **Generation**: the prompt (all but its last token) fills a cache for one row; the cache is repeated for
   the group and ``generate`` goes on from it, sampling each answer as before.
@@ -29,9 +30,14 @@ from transformers import DynamicCache
 from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
-from fleet_rl.training.resume_dtype import AdapterDtypeTrainer
-
-__all__ = ["SharedPromptTrainer", "rows_share_prefix", "tokens_until_eos"]
+__all__ = [
+    "can_share_generation",
+    "can_share_logps",
+    "rows_share_prefix",
+    "shared_prompt_generate",
+    "shared_prompt_logps",
+    "tokens_until_eos",
+]
 
 
 def rows_share_prefix(input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix_len: int) -> bool:
@@ -72,103 +78,86 @@ def _repeated(cache: DynamicCache, rows: int, config) -> DynamicCache:
     return repeated
 
 
-class SharedPromptTrainer(AdapterDtypeTrainer):
-    """``GRPOTrainer`` that runs a batch's shared prompt once (see the module docstring);
-    ``share_prompt=False`` is TRL's path (on ``AdapterDtypeTrainer``: resumed QLoRA adapters stay bf16)."""
+def can_share_logps(trainer, model, input_ids, attention_mask, logits_to_keep, compute_aux_loss, multimodal):
+    """Whether the loss's pass may run the prompt once: every row shares it, and neither gradient
+    checkpointing (it drops the cache in training), a model wrapped for several processes (DDP, FSDP,
+    DeepSpeed: one forward pass per backward), an auxiliary loss nor images are in the way."""
+    prompt_len = input_ids.size(1) - logits_to_keep
+    return (
+        not (compute_aux_loss or trainer.args.gradient_checkpointing)
+        and trainer.accelerator.unwrap_model(model) is model
+        and all(value is None for value in multimodal.values())
+        and rows_share_prefix(input_ids, attention_mask, prompt_len)
+    )
 
-    def __init__(self, *args, share_prompt: bool = True, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.share_prompt = share_prompt
 
-    def _get_per_token_logps_and_entropies(
-        self,
-        model,
-        input_ids,
-        attention_mask,
-        logits_to_keep,
-        batch_size=None,
-        compute_entropy=False,
-        compute_aux_loss=False,
-        **multimodal,
-    ):
-        """TRL's per-token log-probs and entropies of the completion tokens, with the prompt run once."""
-        prompt_len = input_ids.size(1) - logits_to_keep
-        # TRL's path: gradient checkpointing drops the cache in training, and a model wrapped for several
-        # processes (DDP, FSDP, DeepSpeed) expects one forward pass per backward
-        plain = (
-            not (compute_aux_loss or self.args.gradient_checkpointing)
-            and self.accelerator.unwrap_model(model) is model
-            and all(value is None for value in multimodal.values())
-        )
-        if not (self.share_prompt and plain and rows_share_prefix(input_ids, attention_mask, prompt_len)):
-            return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, batch_size,
-                compute_entropy, compute_aux_loss, **multimodal,
+def shared_prompt_logps(
+    trainer, model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
+):
+    """TRL's per-token log-probs and entropies of the completion tokens, with the prompt run once."""
+    # the prompt but its last token fills the cache; the last token starts the answers' pass, so that its
+    # output scores the first answer token
+    cached = input_ids.size(1) - logits_to_keep - 1
+    with trainer.accelerator.autocast():
+        cache = _prompt_cache(model, input_ids[:1, :cached], attention_mask[:1, :cached])
+    batch_size = batch_size or input_ids.size(0)
+    logps, entropies = [], []
+    for start in range(0, input_ids.size(0), batch_size):
+        rows = slice(start, min(start + batch_size, input_ids.size(0)))
+        answers_ids, answers_mask = input_ids[rows, cached:], attention_mask[rows]
+        # the fused head scores labels[:, 1:], the answer tokens; padding is not scored
+        labels = answers_ids.masked_fill(answers_mask[:, cached:] == 0, -100)
+        repeated = _repeated(cache, answers_ids.size(0), model.config)
+        with trainer.accelerator.autocast():
+            outputs = model(
+                input_ids=answers_ids, attention_mask=answers_mask, past_key_values=repeated,
+                labels=labels, fused_lm_head=True,
             )  # fmt: skip
-        # the prompt but its last token fills the cache; the last token starts the answers' pass, so that its
-        # output scores the first answer token
-        cached = prompt_len - 1
-        with self.accelerator.autocast():
-            cache = _prompt_cache(model, input_ids[:1, :cached], attention_mask[:1, :cached])
-        batch_size = batch_size or input_ids.size(0)
-        logps, entropies = [], []
-        for start in range(0, input_ids.size(0), batch_size):
-            rows = slice(start, min(start + batch_size, input_ids.size(0)))
-            answers_ids, answers_mask = input_ids[rows, cached:], attention_mask[rows]
-            # the fused head scores labels[:, 1:], the answer tokens; padding is not scored
-            labels = answers_ids.masked_fill(answers_mask[:, cached:] == 0, -100)
-            repeated = _repeated(cache, answers_ids.size(0), model.config)
-            with self.accelerator.autocast():
-                outputs = model(
-                    input_ids=answers_ids, attention_mask=answers_mask, past_key_values=repeated,
-                    labels=labels, fused_lm_head=True,
-                )  # fmt: skip
-            logps.append(outputs.log_probs[:, -logits_to_keep:])
-            if compute_entropy:
-                entropies.append(outputs.entropy[:, -logits_to_keep:])
-        return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+        logps.append(outputs.log_probs[:, -logits_to_keep:])
+        if compute_entropy:
+            entropies.append(outputs.entropy[:, -logits_to_keep:])
+    return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
-    def _generate_single_turn(
-        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+
+def can_share_generation(trainer, prompt_ids, images, multimodal_fields, has_tool_images) -> bool:
+    """Whether generation may prefill the prompt once: TRL's transformers path (no vLLM, no continuous
+    batching, no padding multiple), text only, and one prompt of two tokens or more in every row."""
+    return (
+        not trainer.use_vllm
+        and not trainer.use_transformers_continuous_batching
+        and images is None
+        and not has_tool_images
+        and not multimodal_fields
+        and trainer.pad_to_multiple_of is None
+        and len(prompt_ids) > 1
+        and len(prompt_ids[0]) > 1
+        and all(ids == prompt_ids[0] for ids in prompt_ids)
+    )
+
+
+def shared_prompt_generate(trainer, prompt_ids) -> tuple[list[list[int]], None]:
+    """TRL's transformers generation, with the prompt every row shares prefilled once."""
+    device, rows = trainer.accelerator.device, len(prompt_ids)
+    prompt = torch.tensor([prompt_ids[0]], device=device)
+    with (  # profiled under TRL's name, which the learning benchmark's time split reads
+        profiling_context(trainer, "transformers.generate"),
+        unwrap_model_for_generation(
+            trainer.model_wrapped,
+            trainer.accelerator,
+            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+            generation_kwargs=trainer.generation_kwargs,
+            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+        ) as unwrapped_model,
+        torch.no_grad(),
+        trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
     ):
-        """TRL's transformers generation, with a prompt shared by every row prefilled once."""
-        shared = (
-            self.share_prompt
-            and not self.use_vllm
-            and not self.use_transformers_continuous_batching
-            and images is None
-            and not has_tool_images
-            and not multimodal_fields
-            and self.pad_to_multiple_of is None
-            and len(prompt_ids) > 1
-            and len(prompt_ids[0]) > 1
-            and all(ids == prompt_ids[0] for ids in prompt_ids)
+        cache = _prompt_cache(unwrapped_model, prompt[:, :-1], torch.ones_like(prompt[:, :-1]))
+        cache.batch_repeat_interleave(rows)
+        ids = prompt.repeat(rows, 1)
+        generated = unwrapped_model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            past_key_values=cache,
+            generation_config=trainer.generation_config,
         )
-        if not shared:
-            return super()._generate_single_turn(
-                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
-            )
-        device, rows = self.accelerator.device, len(prompt_ids)
-        prompt = torch.tensor([prompt_ids[0]], device=device)
-        with (  # profiled under TRL's name, which the learning benchmark's time split reads
-            profiling_context(self, "transformers.generate"),
-            unwrap_model_for_generation(
-                self.model_wrapped,
-                self.accelerator,
-                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-                generation_kwargs=self.generation_kwargs,
-                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
-            ) as unwrapped_model,
-            torch.no_grad(),
-            self._dist.summon_full_params(self.model_wrapped, recurse=False),
-        ):
-            cache = _prompt_cache(unwrapped_model, prompt[:, :-1], torch.ones_like(prompt[:, :-1]))
-            cache.batch_repeat_interleave(rows)
-            ids = prompt.repeat(rows, 1)
-            generated = unwrapped_model.generate(
-                input_ids=ids,
-                attention_mask=torch.ones_like(ids),
-                past_key_values=cache,
-                generation_config=self.generation_config,
-            )
-        return tokens_until_eos(generated[:, prompt.size(1) :], self.eos_token_ids), None
+    return tokens_until_eos(generated[:, prompt.size(1) :], trainer.eos_token_ids), None

@@ -6,8 +6,8 @@ group advantages would be all zero: nothing to learn from. A short supervised pa
 improve the plans themselves. ``sft_target`` picks the answers: ``random`` (random schema-valid plans),
 ``random_split`` (every job placed at random) or ``random_feasible`` (a random placement under which every
 job runs) teach the format while leaving GRPO something to find; ``even_split`` (the even-split bf16
-baseline) hands it the template of the baseline a trained policy must beat, and ``optimal`` (the exact
-optimum) the answer itself, so a run that starts from either makes no claim about what RL learned. The
+baseline) hands it the template of the baseline a trained policy must beat; ``optimal`` (the exact optimum)
+distils the solver (the SmolLM2 preset), and the claim for GRPO is then its gain over that start. The
 instruction-tuned 8B recipes skip the warm start (``sft_steps: 0``).
 
 The warm start fine-tunes the full-precision base model and saves it, with its tokenizer, to

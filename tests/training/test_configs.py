@@ -23,7 +23,7 @@ from trl import GRPOConfig, ModelConfig, get_peft_config, get_quantization_confi
 import train_grpo
 from fleet_rl.scenario_generator import TASKS
 from fleet_rl.training.arguments import FleetScriptArguments
-from fleet_rl.training.checks import check_episode_mode, check_options
+from fleet_rl.training.checks import check_options
 from rewards import REWARD_FUNCS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def no_model_loading(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("a model was loaded before the options were checked")
 
-    for name in ("ensure_tiny_model", "warm_start", "load_policy", "GRPOTrainer"):
+    for name in ("ensure_tiny_model", "warm_start", "load_policy", "FleetGRPOTrainer"):
         monkeypatch.setattr(train_grpo, name, forbidden)
 
 
@@ -196,7 +196,7 @@ def test_vllm_without_gpu(no_model_loading, capsys):
 
 
 def test_an_option_error_is_one_line_without_the_usage_dump(no_model_loading, capsys):
-    message = main_error(capsys, ["--resample_flat_groups", "-1"])
+    message = main_error(capsys, ["--sft_steps", "-1"])
     assert len(message.strip().splitlines()) == 1 and "usage:" not in message
 
 
@@ -239,9 +239,35 @@ def test_reward_weights_length_mismatch(no_model_loading, capsys):
     assert "one weight per function" in message
 
 
-def test_a_negative_resample_flat_groups(no_model_loading, capsys):
-    message = main_error(capsys, ["--resample_flat_groups", "-1"])
-    assert "resample_flat_groups must be >= 0" in message
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--turn_credit", "true"], "turn_credit (per-turn credit in revision episodes) was retired"),
+        (["--expert_iteration_every=5"], "expert_iteration_every (expert iteration) was retired"),
+        (["--sample_every_job_share", "0.5"], "sample_every_job_share (every-job sampling) was retired"),
+        (["--build_tiny_model", "true"], "build_tiny_model was replaced by local_model: tiny"),
+        (["--episode_mode", "revise"], "episode_mode 'revise' (revision episodes) was retired in issue #69"),
+    ],
+)
+def test_a_retired_option_names_what_replaced_it_or_the_commit_that_last_had_it(
+    no_model_loading, capsys, flags, expected
+):
+    message = main_error(capsys, flags)
+    assert expected in message and len(message.strip().splitlines()) == 1
+    assert "2a054bb" in message or "replaced by" in message
+
+
+def test_a_retired_option_in_a_config_file_exits_2_before_anything_loads(no_model_loading, tmp_path, capsys):
+    config = tmp_path / "old.yaml"
+    config.write_text(Path(SMOLLM2).read_text() + "\nresample_flat_groups: 2\n")
+    with pytest.raises(SystemExit) as excinfo:
+        train_grpo.main(["--config", str(config)])
+    assert excinfo.value.code == 2
+    message = capsys.readouterr().err
+    assert message.strip() == (
+        "train_grpo.py: error: resample_flat_groups (fresh prompts for flat steps (DAPO dynamic sampling)) "
+        "was retired in issue #69; the last commit that had it is 2a054bb"
+    )
 
 
 @pytest.mark.parametrize(
@@ -256,161 +282,42 @@ def test_self_imitation_options(no_model_loading, capsys, flags, expected):
     assert expected in main_error(capsys, flags)
 
 
-@pytest.mark.parametrize(
-    ("flags", "expected"),
-    [
-        (["--expert_iteration_every", "-1"], "expert_iteration_every must be >= 0 (0: off), got -1"),
-        (
-            ["--expert_iteration_every", "5", "--expert_iteration_samples", "0"],
-            "expert_iteration_samples must be >= 1, got 0",
-        ),
-        (
-            [
-                "--expert_iteration_every",
-                "5",
-                "--episode_mode",
-                "revise",
-                "--reward_funcs",
-                "revision_reward",
-                "--reward_weights",
-                "1.0",
-            ],
-            "expert iteration samples and trains one whole plan per answer: set episode_mode 'single'",
-        ),
-    ],
-)
-def test_expert_iteration_options(no_model_loading, capsys, flags, expected):
-    assert expected in main_error(capsys, flags)
-
-
-def test_the_smollm2_preset_turns_its_credit_and_repairs_off_for_revision_episodes():
-    """The SmolLM2 preset's per-job credit (with omitted_job_credit) and repairs take single answers: a run
-    of revision episodes turns them off with ``--job_credit 0 --explore_repair_rate 0`` and passes the
-    checks; the omitted_job_credit the preset still sets is ignored, and self-imitation stays on."""
-    argv = ["--config", SMOLLM2, "--episode_mode", "revise", "--reward_funcs", "revision_reward"]
-    argv += ["--reward_weights", "1.0", "--job_credit", "0", "--explore_repair_rate", "0"]
-    script_args, training_args, _ = train_grpo.parse_args(argv)
-    assert script_args.omitted_job_credit == 0.0 and script_args.prompt_style == "sized"
-    check_episode_mode(script_args, training_args)
-    trainer_class, extensions = train_grpo.trainer_extensions(script_args)
-    assert not {"job_credit", "omitted_job_credit", "explore_repair_rate"} & set(extensions)
-    assert extensions["self_imitation_coef"] == 0.3 and trainer_class.__name__ == "SelfImitationTrainer"
-
-
-def test_the_smollm2_preset_writes_its_repairs_as_revisions_in_revision_episodes(monkeypatch):
-    """In revise mode the preset's ``explore_repair_rate`` (and its repair options) goes to the rollout,
-    which writes that share of the revisions (fleet_rl/training/revision_rollout.py), not to the trainer."""
-    import fleet_rl.training.revision_rollout as revision_rollout
-
-    argv = ["--config", SMOLLM2, "--episode_mode", "revise", "--reward_funcs", "revision_reward"]
-    argv += ["--reward_weights", "1.0", "--job_credit", "0", "--turn_credit", "true"]
-    argv += ["--explore_repair_too_slow", "true", "--explore_repair_draws", "8"]
-    script_args, training_args, _ = train_grpo.parse_args(argv)
-    check_episode_mode(script_args, training_args)
-    _, extensions = train_grpo.trainer_extensions(script_args)
-    assert "explore_repair_rate" not in extensions and extensions["turn_credit"] is True
-    built = {}
-    monkeypatch.setattr(
-        revision_rollout, "revision_rollout", lambda *args: built.update(args=args) or "rollout"
-    )
-    assert train_grpo.episode_environment(script_args, None, ["rows"]) == {"rollout_func": "rollout"}
-    rows, max_turns, turn_cost, repairs = built["args"]
-    assert (rows, max_turns, turn_cost) == (["rows"], 3, script_args.refine_turn_cost)
-    assert repairs == revision_rollout.RevisionRepairs(0.5, place_omitted=False, too_slow=True, draws=8)
-    script_args.explore_repair_rate = 0.0
-    train_grpo.episode_environment(script_args, None, ["rows"])
-    assert built["args"][3] is None
-
-
-def test_the_trainer_class_follows_the_options():
+def test_the_trainer_options_follow_the_script_options():
     from fleet_rl.training.arguments import FleetScriptArguments
-    from fleet_rl.training.flat_group_resampling import FlatGroupResamplingTrainer
-    from fleet_rl.training.job_credit import JobCreditTrainer
-    from fleet_rl.training.self_imitation import SelfImitationTrainer
-    from train_grpo import trainer_extensions
+    from train_grpo import trainer_options
 
-    assert trainer_extensions(FleetScriptArguments()) == (JobCreditTrainer, {"share_prompt": True})
-    assert trainer_extensions(FleetScriptArguments(share_prompt=False)) == (
-        JobCreditTrainer,
-        {"share_prompt": False},
-    )
-    assert trainer_extensions(FleetScriptArguments(backend="unsloth")) == (
-        JobCreditTrainer,
-        {"share_prompt": False},
-    )
-    credited = FleetScriptArguments(episode_mode="revise", turn_credit=True, refine_turn_cost=0.02)
-    assert trainer_extensions(credited) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "turn_credit": True, "turn_cost": 0.02},
-    )
-    assert trainer_extensions(FleetScriptArguments(job_credit=0.5)) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "job_credit": 0.5},
-    )
-    assert trainer_extensions(FleetScriptArguments(job_credit=0.5, omitted_job_credit=0.0)) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "job_credit": 0.5, "omitted_job_credit": 0.0},
-    )
-    assert trainer_extensions(
-        FleetScriptArguments(job_credit=0.5, omitted_job_credit=0.0, extra_job_credit=0.0)
-    ) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "job_credit": 0.5, "omitted_job_credit": 0.0, "extra_job_credit": 0.0},
-    )
-    assert trainer_extensions(FleetScriptArguments(explore_edit_rate=0.25)) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "explore_edit_rate": 0.25},
-    )
-    assert trainer_extensions(FleetScriptArguments(explore_repair_rate=0.5)) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "explore_repair_rate": 0.5},
-    )
-    assert trainer_extensions(
-        FleetScriptArguments(explore_repair_rate=0.5, explore_repair_place_omitted=True)
-    ) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "explore_repair_rate": 0.5, "explore_repair_place_omitted": True},
-    )
-    assert trainer_extensions(
-        FleetScriptArguments(explore_repair_rate=0.5, explore_repair_too_slow=True, explore_repair_draws=8)
-    ) == (
-        JobCreditTrainer,
-        {
-            "share_prompt": True,
-            "explore_repair_rate": 0.5,
-            "explore_repair_too_slow": True,
-            "explore_repair_draws": 8,
-        },
-    )
-    assert trainer_extensions(FleetScriptArguments(sample_every_job=True)) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "sample_every_job": True},
-    )
-    assert trainer_extensions(FleetScriptArguments(sample_every_job=True, sample_every_job_share=0.5)) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "sample_every_job": True, "sample_every_job_share": 0.5},
-    )
-    trained = FleetScriptArguments(sample_every_job=True, sample_every_job_train_opening=True)
-    assert trainer_extensions(trained) == (
-        JobCreditTrainer,
-        {"share_prompt": True, "sample_every_job": True, "sample_every_job_train_opening": True},
-    )
-    resampling = FleetScriptArguments(resample_flat_groups=2)
-    assert trainer_extensions(resampling) == (
-        FlatGroupResamplingTrainer,
-        {"share_prompt": True, "resample_flat_groups": 2},
-    )
-    both = FleetScriptArguments(resample_flat_groups=2, self_imitation_coef=0.1)
-    trainer_class, extensions = trainer_extensions(both)
-    assert trainer_class is SelfImitationTrainer
-    assert extensions == {
+    off = {
         "share_prompt": True,
-        "resample_flat_groups": 2,
-        "self_imitation_coef": 0.1,
+        "explore_repair_rate": 0.0,
+        "job_credit": 0.0,
+        "omitted_job_credit": None,
+        "self_imitation_coef": 0.0,
         "self_imitation_min_reward": 0.3,
         "self_imitation_buffer_size": 64,
         "self_imitation_batch_size": 2,
     }
+    assert trainer_options(FleetScriptArguments()) == off
+    assert trainer_options(FleetScriptArguments(share_prompt=False)) == off | {"share_prompt": False}
+    assert trainer_options(FleetScriptArguments(backend="unsloth")) == off | {"share_prompt": False}
+    preset = FleetScriptArguments(
+        job_credit=1.0, omitted_job_credit=0.0, explore_repair_rate=0.5, self_imitation_coef=0.3
+    )
+    assert trainer_options(preset) == off | {
+        "job_credit": 1.0,
+        "omitted_job_credit": 0.0,
+        "explore_repair_rate": 0.5,
+        "self_imitation_coef": 0.3,
+    }
+
+
+def test_the_tiny_preset_runs_trls_code_paths_only():
+    """Every hook of FleetGRPOTrainer off but the shared prompt, which the tiny preset's two prompts a step
+    never meet (rows_share_prefix is False for them)."""
+    script_args, training_args, _ = train_grpo.parse_args(["--config", TINY, "--report_to", "none"])
+    options = train_grpo.trainer_options(script_args)
+    assert options["explore_repair_rate"] == options["job_credit"] == options["self_imitation_coef"] == 0
+    prompts_per_step = training_args.per_device_train_batch_size // training_args.num_generations
+    assert prompts_per_step >= 2
 
 
 def test_unknown_task(no_model_loading, capsys):

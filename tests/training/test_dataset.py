@@ -7,9 +7,8 @@ import json
 import pytest
 
 from fleet_rl import Scenario
-from fleet_rl.baselines import optimal
 from fleet_rl.scenario_generator import HELD_OUT_GPUS, HELD_OUT_MODELS
-from fleet_rl.training.dataset import grpo_dataset, scenario_rows, sft_dataset, without_floors
+from fleet_rl.training.dataset import grpo_dataset, scenario_rows, sft_dataset
 from rewards import fleet_reward
 
 TASKS = ["easy", "medium", "hard", "multiagent"]
@@ -44,25 +43,6 @@ def test_task_weights_and_curriculum_order():
     assert ordered == sorted(ordered, key=["easy", "medium", "hard"].index)
 
 
-def test_floors_off_curriculum_strips_the_first_prompts_floors_only():
-    plain = scenario_rows(["easy", "medium"], 24, dataset_seed=5, prompt_style="compact")
-    curriculum = scenario_rows(
-        ["easy", "medium"], 24, dataset_seed=5, prompt_style="compact", floors_off_prompts=12
-    )
-    floors = [[job.min_tokens_per_s for job in Scenario.from_json(row["scenario"]).jobs] for row in plain]
-    assert any(f is not None for jobs in floors[:12] for f in jobs)  # the tiers draw floors here
-    for before, after in zip(plain[:12], curriculum[:12], strict=True):
-        scenario = Scenario.from_json(after["scenario"])
-        assert all(job.min_tokens_per_s is None for job in scenario.jobs)
-        assert "min_tokens_per_s" not in after["prompt"][1]["content"]
-        assert scenario == without_floors(Scenario.from_json(before["scenario"]))  # the same scenario else
-        assert (after["task"], after["seed"]) == (before["task"], before["seed"])
-    assert curriculum[12:] == plain[12:]
-    answers = [[{"role": "assistant", "content": json.dumps(optimal(Scenario.from_json(row["scenario"])))}]
-               for row in curriculum[:4]]  # fmt: skip
-    assert fleet_reward(answers, [row["scenario"] for row in curriculum[:4]]) == pytest.approx([1.0] * 4)
-
-
 def test_multiagent_rows_carry_the_agent_and_the_given_parts():
     rows = [row for row in scenario_rows(["multiagent", "easy"], 10) if row["task"] == "multiagent"]
     assert rows
@@ -81,7 +61,6 @@ def test_multiagent_rows_carry_the_agent_and_the_given_parts():
         ({"tasks": ["easy"], "num_prompts": 0}, "num_prompts must be positive"),
         ({"tasks": ["easy", "hard"], "num_prompts": 4, "task_weights": [1.0]}, "task_weights must be 2"),
         ({"tasks": ["easy"], "num_prompts": 4, "split": "test"}, "unknown split 'test'"),
-        ({"tasks": ["easy"], "num_prompts": 4, "floors_off_prompts": -1}, "floors_off_prompts must be >= 0"),
     ],
 )
 def test_bad_arguments_raise(kwargs, message):
@@ -103,7 +82,7 @@ def test_sft_answers_are_the_optimum_and_score_1():
     assert rewards == pytest.approx([1.0] * 8)  # the optimum (merged with the given parts for agents)
 
 
-def test_the_floors_off_curriculum_keeps_its_order_in_training(tmp_path):
+def test_a_curriculum_keeps_its_order_in_training(tmp_path):
     from trl import GRPOConfig
 
     from fleet_rl.training.arguments import FleetScriptArguments
@@ -111,7 +90,5 @@ def test_the_floors_off_curriculum_keeps_its_order_in_training(tmp_path):
 
     training_args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none")
     assert training_args.shuffle_dataset  # TRL's default: a random order
-    check_options(FleetScriptArguments(floors_off_prompts=8), training_args, None, cuda_available=False)
-    assert not training_args.shuffle_dataset  # the floor-free prompts are the first steps'
-    with pytest.raises(ValueError, match="floors_off_prompts must be >= 0"):
-        check_options(FleetScriptArguments(floors_off_prompts=-1), training_args, None, cuda_available=False)
+    check_options(FleetScriptArguments(curriculum=True), training_args, None, cuda_available=False)
+    assert not training_args.shuffle_dataset  # easy before hard, as the rows are laid out

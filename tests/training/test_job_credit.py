@@ -11,12 +11,11 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from trl import GRPOTrainer
 
 from fleet_rl import make_scenario
 from fleet_rl.baselines import even_bf16, optimal
-from fleet_rl.multiagent import agent_request, own_part
 from fleet_rl.training.job_credit import (
-    JobCreditTrainer,
     add_closing_credit,
     closing_tokens,
     credit_omitted_jobs,
@@ -26,7 +25,7 @@ from fleet_rl.training.job_credit import (
     job_spans,
     token_char_ends,
 )
-from fleet_rl.training.shared_prompt import SharedPromptTrainer
+from fleet_rl.training.trainer import FleetGRPOTrainer
 from rewards.job_credits import job_credits
 
 
@@ -122,19 +121,17 @@ ANSWERS = [
 ]
 
 
-def _bare_trainer(
-    job_credit: float, omitted_job_credit: float | None = None, extra_job_credit: float | None = None
-) -> JobCreditTrainer:
-    """A JobCreditTrainer without a model, on a character-level tokenizer (its parent's step is patched)."""
-    trainer = object.__new__(JobCreditTrainer)
-    trainer.job_credit, trainer.turn_credit, trainer.explore_edit_rate = job_credit, False, 0.0
-    trainer.explore_repair_rate = 0.0
-    trainer.omitted_job_credit, trainer.extra_job_credit = omitted_job_credit, extra_job_credit
-    trainer.sample_every_job = False
+def _bare_trainer(job_credit: float, omitted_job_credit: float | None = None) -> FleetGRPOTrainer:
+    """A FleetGRPOTrainer without a model, per-job credit on alone, on a character-level tokenizer (TRL's
+    step is patched)."""
+    trainer = object.__new__(FleetGRPOTrainer)
+    trainer.job_credit, trainer.omitted_job_credit = job_credit, omitted_job_credit
+    trainer.explore_repair_rate = trainer.self_imitation_coef = 0.0
+    trainer._repair_inputs = None
     trainer.num_generations = trainer.num_generations_eval = 4
     trainer.model = SimpleNamespace(training=True)
     trainer._metrics = {"train": defaultdict(list), "eval": defaultdict(list)}
-    trainer.processing_class = SimpleNamespace(decode=lambda ids, skip_special_tokens: _decode(ids))
+    trainer._tokenizer = SimpleNamespace(decode=lambda ids, skip_special_tokens: _decode(ids))
     trainer.accelerator = SimpleNamespace(num_processes=1, process_index=0)
     return trainer
 
@@ -151,7 +148,7 @@ def _patch_parent_step(monkeypatch, answers: list[str], plan_advantages: list[fl
     def generate_and_score(self, inputs):
         return {"completion_ids": ids, "completion_mask": mask, "advantages": torch.tensor(plan_advantages)}
 
-    monkeypatch.setattr(SharedPromptTrainer, "_generate_and_score_completions", generate_and_score)
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", generate_and_score)
 
 
 @pytest.fixture
@@ -228,58 +225,3 @@ def test_without_omitted_job_credit_a_left_out_job_adds_nothing(monkeypatch):
     advantages = trainer._generate_and_score_completions([{"scenario": SCENARIO_JSON}] * 2)["advantages"]
     assert torch.count_nonzero(advantages) == 0  # both rows alike: every term 0, the bracket's too
     assert "job_credit/omitted" not in trainer._metrics["train"]
-
-
-def _with_extra_job(plan: dict, job: dict) -> str:
-    return json.dumps({"jobs": [*plan["jobs"], job]})
-
-
-def test_extra_job_credit_credits_the_lists_end_like_a_job(monkeypatch):
-    """Row 0 names every job and closes the list (end credit 1), row 1 writes the first job alone (the
-    omitted value, 0), row 2 repeats its first job after the last (the extra value, 0; IRD, so no per-job
-    credit), row 3 is no plan (none): the group's mean end credit is 1/3, row 0's closing tokens get
-    0.5 x (1 - 1/3), row 1's 0.5 x (0 - 1/3) beside its omitted jobs' term, and row 2's repeated object and
-    the token that closed the job before it get 0.5 x (0 - 1/3); nothing else of row 2 moves."""
-    plan = optimal(SCENARIO)
-    answers = [json.dumps(plan), _first_job_alone(plan), _with_extra_job(plan, plan["jobs"][0]), "no plan"]
-    plan_advantages = [0.3, 0.05, -0.4, -0.25]
-    _patch_parent_step(monkeypatch, answers, plan_advantages)
-    trainer = _bare_trainer(0.5, omitted_job_credit=0.0, extra_job_credit=0.0)
-    rows = [{"scenario": SCENARIO_JSON}] * 4
-    advantages = trainer._generate_and_score_completions(rows)["advantages"]
-    without = _bare_trainer(0.5, omitted_job_credit=0.0)._generate_and_score_completions(rows)["advantages"]
-    added = advantages - without
-    tiers = job_credits(answers, [SCENARIO_JSON] * 4)
-    assert tiers[2] is None and tiers[3] is None  # the repeated id is IRD: no per-job credit
-    for row, term in ((0, 0.5 * (1 - 1 / 3)), (1, 0.5 * (0 - 1 / 3))):
-        close = answers[row].rindex("]")
-        assert torch.allclose(added[row, close - 1 : close + 1], torch.tensor(term))  # the object's }, the ]
-        assert torch.count_nonzero(added[row]) == 2
-    last_job = answers[2].rindex('{"id"')
-    repeated = added[2, last_job - 3 : len(answers[2]) - 2]  # the last job's "}", ", " and the repeat
-    assert torch.allclose(repeated, torch.tensor(0.5 * (0 - 1 / 3)))
-    assert torch.count_nonzero(added[2]) == repeated.numel()
-    assert torch.count_nonzero(added[3]) == 0
-    assert torch.allclose(without[2], torch.tensor(-0.4))
-    assert trainer._metrics["train"]["job_credit/extra"] == [pytest.approx(1 / 3)]
-
-
-def test_extra_job_credit_leaves_a_group_that_ended_alike_and_multi_agent_rows(monkeypatch):
-    plan = optimal(SCENARIO)
-    _patch_parent_step(monkeypatch, [json.dumps(plan)] * 2, [0.0, 0.0])
-    trainer = _bare_trainer(0.5, omitted_job_credit=0.0, extra_job_credit=0.0)
-    trainer.num_generations = 2
-    advantages = trainer._generate_and_score_completions([{"scenario": SCENARIO_JSON}] * 2)["advantages"]
-    assert torch.count_nonzero(advantages) == 0  # both closed the list right: no term
-    scenario = make_scenario("multiagent", 3)
-    agent, given = agent_request(scenario, 3)
-    answers = [
-        json.dumps({"jobs": [{"id": "invented", "gpus": 1}]}),
-        json.dumps(own_part(optimal(scenario), agent)),
-    ]
-    _patch_parent_step(monkeypatch, answers, [0.0, 0.0])
-    agent_rows = [{"scenario": scenario.to_json(), "agent": agent, "given_plan": json.dumps(given)}] * 2
-    trainer._metrics["train"].clear()
-    advantages = trainer._generate_and_score_completions(agent_rows)["advantages"]
-    assert torch.count_nonzero(advantages) == 0  # a multi-agent answer names one job: nothing is extra
-    assert "job_credit/extra" not in trainer._metrics["train"]  # no row end-credited

@@ -1,5 +1,5 @@
 """``local_model`` (tiny | smollm2) in ``train_grpo.py``: option checks before any model loads (exit code 2
-with the fix), its old spelling ``build_tiny_model``, the default directories, and a conversion failure
+with the fix), the retired ``build_tiny_model``, the default directories, and a conversion failure
 reported as one line instead of a traceback."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def no_model_loading(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("a model was loaded before the options were checked")
 
-    for name in ("ensure_tiny_model", "ensure_smollm2", "warm_start", "load_policy", "GRPOTrainer"):
+    for name in ("ensure_tiny_model", "ensure_smollm2", "warm_start", "load_policy", "FleetGRPOTrainer"):
         monkeypatch.setattr(train_grpo, name, forbidden)
 
 
@@ -70,16 +70,9 @@ def test_smollm2_with_a_half_made_directory_is_refused(no_model_loading, tmp_pat
     assert "holds no finished SmolLM2 conversion" in message
 
 
-def test_build_tiny_model_is_the_old_spelling_of_local_model_tiny(monkeypatch):
-    script_args, _, model_args = train_grpo.parse_args(
-        ["--config", TINY, "--local_model", "", "--build_tiny_model", "true", "--report_to", "none"]
-    )
-    assert script_args.local_model == "tiny"
-
-
-def test_build_tiny_model_conflicts_with_smollm2(no_model_loading, capsys):
-    message = usage_error(capsys, ["--config", SMOLLM2, "--build_tiny_model", "true"])
-    assert "conflicts with local_model: smollm2; drop build_tiny_model" in message
+def test_build_tiny_model_names_its_replacement(no_model_loading, capsys):
+    message = usage_error(capsys, ["--config", TINY, "--build_tiny_model", "true"])
+    assert "build_tiny_model was replaced by local_model: tiny" in message
 
 
 @pytest.mark.parametrize("name", ["tiny", "smollm2"])

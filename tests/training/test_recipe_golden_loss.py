@@ -85,15 +85,13 @@ def recipe_run(tmp_path_factory):
             )
         return completion_ids, None
 
-    def fixed_trainer(script_args):
-        """The recipe's trainer with its generation (TRL's or the shared prompt's) replaced."""
-        trainer_class, extensions = recipe_trainer(script_args)
-        return type("FixedAnswers", (trainer_class,), {"_generate_single_turn": fixed_generation}), extensions
-
-    recipe_trainer = train_grpo.trainer_extensions
+    # the recipe's trainer with its generation (TRL's or the shared prompt's) replaced
+    fixed_trainer = type(
+        "FixedAnswers", (train_grpo.FleetGRPOTrainer,), {"_generate_single_turn": fixed_generation}
+    )
     logged = LoggedSteps()
     patch = pytest.MonkeyPatch()
-    patch.setattr(train_grpo, "trainer_extensions", fixed_trainer)
+    patch.setattr(train_grpo, "FleetGRPOTrainer", fixed_trainer)
     try:
         train_grpo.main(
             [

@@ -12,7 +12,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 from trl import GRPOConfig
 
 from fleet_rl.tiny_model import ensure_tiny_model
-from fleet_rl.training.resume_dtype import AdapterDtypeTrainer, is_quantized, trainable_to_bf16
+from fleet_rl.training.resume_dtype import is_quantized, trainable_to_bf16
+from fleet_rl.training.trainer import FleetGRPOTrainer
 
 GROUP = 4
 
@@ -36,9 +37,7 @@ class TrainableDtypes(TrainerCallback):
         self.seen[state.global_step] = {p.dtype for p in model.parameters() if p.requires_grad}
 
 
-def trainer_on(
-    tiny_dir, output_dir, nf4: bool, max_steps: int
-) -> tuple[AdapterDtypeTrainer, TrainableDtypes]:
+def trainer_on(tiny_dir, output_dir, nf4: bool, max_steps: int) -> tuple[FleetGRPOTrainer, TrainableDtypes]:
     model = str(tiny_dir)
     if nf4:
         quantization = BitsAndBytesConfig(
@@ -46,7 +45,7 @@ def trainer_on(
         )
         model = AutoModelForCausalLM.from_pretrained(tiny_dir, quantization_config=quantization)
     dtypes = TrainableDtypes()
-    trainer = AdapterDtypeTrainer(
+    trainer = FleetGRPOTrainer(
         model=model,
         reward_funcs=by_length,
         args=GRPOConfig(

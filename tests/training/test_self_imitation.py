@@ -1,5 +1,5 @@
 """Self-imitation: the buffer's rules, which answers are kept, the loss it adds and its checkpoints, on a real
-GRPOTrainer with the tiny Llama and a reward that ranks the answers of a group by their position."""
+FleetGRPOTrainer with the tiny Llama and a reward that ranks the answers of a group by their position."""
 
 from __future__ import annotations
 
@@ -17,10 +17,13 @@ from fleet_rl.tiny_model import ensure_tiny_model
 from fleet_rl.training.self_imitation import (
     BUFFER_FILE,
     ImitationBuffer,
-    SelfImitationTrainer,
     StoredAnswer,
+    _answers_nll,
     best_of_groups,
+    imitation_nll,
+    stored_answers,
 )
+from fleet_rl.training.trainer import FleetGRPOTrainer
 
 GROUP = 4
 
@@ -87,7 +90,7 @@ def tiny_dir(tmp_path_factory):
     return ensure_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
-def trainer_on(tiny_dir, tmp_path, coef: float, **config) -> SelfImitationTrainer:
+def trainer_on(tiny_dir, tmp_path, coef: float, **config) -> FleetGRPOTrainer:
     settings = {
         "output_dir": str(tmp_path),
         "use_cpu": True,
@@ -101,7 +104,7 @@ def trainer_on(tiny_dir, tmp_path, coef: float, **config) -> SelfImitationTraine
         "disable_tqdm": True,
         "learning_rate": 1e-2,
     } | config
-    return SelfImitationTrainer(
+    return FleetGRPOTrainer(
         model=str(tiny_dir),
         reward_funcs=by_position,
         args=GRPOConfig(**settings),
@@ -127,11 +130,9 @@ def test_a_groups_best_answer_is_stored_with_its_own_tokens(tiny_dir, tmp_path):
     assert trainer._metrics["train"]["self_imitation/buffer_size"] == [1.0]
 
 
-def test_a_stored_answer_keeps_its_verdicts_out_and_its_trained_openings_in(tiny_dir, tmp_path):
-    """``tool_mask`` zeros stay out of a stored answer's loss, except the every-job processor's openings when
-    they are trained (``every_job_written``): the stored answer is its group's best."""
-    trainer = trainer_on(tiny_dir, tmp_path, coef=0.5)
-    trainer._last_rewards = lambda: torch.tensor([0.0, 0.1, 0.2, 0.6])
+def test_a_stored_answer_keeps_tool_results_out_of_its_loss():
+    """``tool_mask`` zeros (a tool's answer inside a refine episode) stay out of a stored answer's loss,
+    which runs through its last own token; only this process's rows are offered."""
     ones = torch.ones(GROUP, 5, dtype=torch.long)
     output = {
         "prompt_ids": ones.clone(),
@@ -140,13 +141,17 @@ def test_a_stored_answer_keeps_its_verdicts_out_and_its_trained_openings_in(tiny
         "completion_mask": ones.clone(),
         "tool_mask": torch.tensor([[1, 0, 0, 1, 0]] * GROUP),
     }
-    assert trainer._store_best(output, GROUP) == 1
-    assert trainer.imitation_buffer.answers()[0].loss_mask == [1, 0, 0, 1]  # through its last own token
-    trainer = trainer_on(tiny_dir, tmp_path, coef=0.5)
-    trainer._last_rewards = lambda: torch.tensor([0.0, 0.1, 0.2, 0.6])
-    output["every_job_written"] = torch.tensor([[0, 1, 0, 0, 0]] * GROUP)
-    assert trainer._store_best(output, GROUP) == 1
-    assert trainer.imitation_buffer.answers()[0].loss_mask == [1, 1, 0, 1]
+    rewards = torch.tensor([0.0, 0.1, 0.2, 0.6])
+    (stored,) = stored_answers(output, rewards, group_size=GROUP, min_reward=0.3, first_row=0, step=2)
+    assert stored.loss_mask == [1, 0, 0, 1] and stored.completion_ids == [0, 1, 2, 3] and stored.step == 2
+    assert stored_answers(output, rewards, group_size=GROUP, min_reward=0.3, first_row=GROUP, step=2) == []
+
+
+def _replay_nll(trainer, model) -> torch.Tensor:
+    """The NLL the trainer adds to a step's loss: its draw of the buffer, as ``_compute_loss`` draws it."""
+    rng = random.Random(f"{trainer.args.seed}-{trainer.state.global_step}-0")
+    answers = trainer.imitation_buffer.draw(trainer.self_imitation_batch_size, rng)
+    return imitation_nll(trainer, model, answers)
 
 
 def test_off_stores_nothing_and_adds_nothing(tiny_dir, tmp_path):
@@ -164,7 +169,7 @@ def test_the_loss_adds_coef_times_the_stored_answers_nll(tiny_dir, tmp_path):
     trainer.current_gradient_accumulation_steps = 1
     with torch.no_grad():
         with_imitation = trainer._compute_loss(trainer.model, inputs)
-        nll = trainer._imitation_nll(trainer.model)
+        nll = _replay_nll(trainer, trainer.model)
         trainer.self_imitation_coef = 0.0
         without = trainer._compute_loss(trainer.model, inputs)
     assert nll > 0
@@ -197,7 +202,7 @@ def test_training_raises_the_stored_answers_likelihood_and_checkpoints_the_buffe
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05)
     for _ in range(3):
         optimizer.zero_grad()
-        trainer._imitation_nll(model).backward()
+        _replay_nll(trainer, model).backward()
         optimizer.step()
     assert _mean_nll(trainer, model, answers) < before
 
@@ -205,7 +210,7 @@ def test_training_raises_the_stored_answers_likelihood_and_checkpoints_the_buffe
 def _mean_nll(trainer, model, answers) -> float:
     trainer.self_imitation_batch_size = len(answers)
     with torch.no_grad():
-        return float(trainer._imitation_nll(model))
+        return float(_replay_nll(trainer, model))
 
 
 def test_the_replayed_answers_gradient_is_the_batchs_one_answer_at_a_time(tiny_dir, tmp_path):
@@ -213,7 +218,7 @@ def test_the_replayed_answers_gradient_is_the_batchs_one_answer_at_a_time(tiny_d
     trainer multiplies the loss by still reaches the gradient: the padded batch's, up to rounding."""
     trainer = trainer_on(tiny_dir, tmp_path, coef=0.5)
     prompt = list(range(5, 17))
-    # one prompt and answers of one length: the batch needs no padding (see the expert iteration test)
+    # one prompt and answers of one length: the batch needs no padding
     trainer.imitation_buffer.offer(StoredAnswer(prompt, list(range(20, 60)), [1] * 40, 0.5, 0))
     second = StoredAnswer(prompt[::-1], list(range(60, 100)), [1] * 3 + [0] * 37, 0.4, 0)
     trainer.imitation_buffer.offer(second)
@@ -221,11 +226,11 @@ def test_the_replayed_answers_gradient_is_the_batchs_one_answer_at_a_time(tiny_d
     parameters = [p for p in trainer.model.parameters() if p.requires_grad]
 
     trainer.model.zero_grad(set_to_none=True)
-    batched = trainer._answers_nll(trainer.model, answers)
+    batched = _answers_nll(trainer, trainer.model, answers)
     (4.0 * batched).backward()
     want = torch.cat([p.grad.flatten() for p in parameters])
     trainer.model.zero_grad(set_to_none=True)
-    one_at_a_time = trainer._imitation_nll(trainer.model)
+    one_at_a_time = _replay_nll(trainer, trainer.model)
     assert type(one_at_a_time.grad_fn).__name__ == "_PrecomputedGradientBackward"
     assert all(p.grad is None for p in parameters)  # nothing lands before the trainer's backward pass
     (4.0 * one_at_a_time).backward()
@@ -234,4 +239,4 @@ def test_the_replayed_answers_gradient_is_the_batchs_one_answer_at_a_time(tiny_d
     assert float((got - want).norm() / want.norm()) < 0.01
     # reentrant checkpointing refuses torch.autograd.grad: the draw is one batch for the trainer's backward
     trainer.args.gradient_checkpointing_kwargs = {"use_reentrant": True}
-    assert type(trainer._imitation_nll(trainer.model).grad_fn).__name__ != "_PrecomputedGradientBackward"
+    assert type(_replay_nll(trainer, trainer.model).grad_fn).__name__ != "_PrecomputedGradientBackward"

@@ -12,7 +12,8 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.extras.profiling import ProfilingContext
 
 from fleet_rl.tiny_model import ensure_tiny_model
-from fleet_rl.training.shared_prompt import SharedPromptTrainer, rows_share_prefix, tokens_until_eos
+from fleet_rl.training.shared_prompt import rows_share_prefix, tokens_until_eos
+from fleet_rl.training.trainer import FleetGRPOTrainer
 
 GROUP = 4
 
@@ -45,7 +46,7 @@ def tiny_dir(tmp_path_factory):
     return ensure_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
-def trainer_on(tiny_dir, tmp_path, lora: bool, nf4: bool = False, **config) -> SharedPromptTrainer:
+def trainer_on(tiny_dir, tmp_path, lora: bool, nf4: bool = False, **config) -> FleetGRPOTrainer:
     settings = {
         "output_dir": str(tmp_path),
         "use_cpu": True,
@@ -67,7 +68,7 @@ def trainer_on(tiny_dir, tmp_path, lora: bool, nf4: bool = False, **config) -> S
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
         )
         model = AutoModelForCausalLM.from_pretrained(tiny_dir, quantization_config=quantization)
-    return SharedPromptTrainer(
+    return FleetGRPOTrainer(
         model=model,
         reward_funcs=answer_length,
         args=GRPOConfig(**settings),
@@ -125,7 +126,7 @@ def test_the_shared_prompt_answers_greedily_as_trl_does(tiny_dir, tmp_path, monk
         trainer.share_prompt = share
         answers[share], _ = trainer._generate_single_turn(prompt_ids, None, {}, GROUP)
     assert answers[True] == answers[False]
-    assert profiled == ["SharedPromptTrainer.transformers.generate"] * 2
+    assert profiled == ["FleetGRPOTrainer.transformers.generate"] * 2
     assert all(len(ids) >= 1 for ids in answers[True])
 
 

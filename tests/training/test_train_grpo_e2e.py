@@ -169,66 +169,21 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(first_run):
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == list(range(1, saved + 3))
 
 
-def test_per_job_credit_trains_through_trls_loss(tmp_path):
-    """``job_credit`` (with ``omitted_job_credit`` and ``extra_job_credit``): the (B, T) advantages (each
-    job's tokens with their own term, a left-out job's on the closing tokens, the list's end on the tokens
-    that took it) go through TRL's loss. The tiny model's answers seldom parse, so the added terms are mostly
-    0 here; which tokens get which term is tested in tests/training/test_job_credit.py."""
+def test_repairs_and_per_job_credit_run_inside_trls_generation_and_loss(tmp_path):
+    """``explore_repair_rate`` and ``job_credit`` (with ``omitted_job_credit``): the repair hook runs on TRL's
+    own generation output (its tuple, its token lists) and logs the share it repaired, and the (B, T)
+    advantages (each job's tokens with their own term, a left-out job's on the closing tokens) go through
+    TRL's loss. The tiny model's answers seldom parse, so few are changed here; the repairs and the terms are
+    tested in tests/training/test_plan_repairs.py, test_trainer_repairs.py and test_job_credit.py."""
     run_train(
-        tmp_path, "--max_steps", "2", "--job_credit", "0.5", "--omitted_job_credit", "0",
-        "--extra_job_credit", "0", "--eval_scenarios", "0", "--report_to", "none",
+        tmp_path, "--max_steps", "2", "--explore_repair_rate", "0.25", "--job_credit", "0.5",
+        "--omitted_job_credit", "0", "--eval_scenarios", "0", "--report_to", "none",
     )  # fmt: skip
     state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
     assert state["global_step"] == 2
     assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
-
-
-def test_explore_edits_and_repairs_run_inside_trls_generation_with_per_job_credit(tmp_path):
-    """``explore_edit_rate`` and ``explore_repair_rate``: the hook runs on TRL's own generation output (its
-    tuple, its token lists) and logs the shares it edited and repaired, beside per-job credit. The tiny
-    model's answers seldom parse, so few are changed here (the repairs place omitted jobs too,
-    ``explore_repair_place_omitted``, repair slow jobs and keep the best of two draws); the edits and
-    repairs themselves are tested in tests/training/test_plan_edits.py, test_plan_repairs.py and
-    test_edit_exploration.py."""
-    run_train(
-        tmp_path, "--max_steps", "2", "--explore_edit_rate", "0.25", "--explore_repair_rate", "0.25",
-        "--explore_repair_place_omitted", "true", "--explore_repair_too_slow", "true",
-        "--explore_repair_draws", "2", "--job_credit", "0.5", "--eval_scenarios", "0",
-        "--report_to", "none",
-    )  # fmt: skip
-    state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
-    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
-    for name in ("edits/share", "repairs/share"):
-        shares = [entry[name] for entry in state["log_history"] if name in entry]
-        assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares), name
-
-
-def test_every_job_sampling_runs_inside_trls_generation(tmp_path):
-    """``sample_every_job``: the logits processor rides TRL's own ``generate`` call (two prompts a step:
-    TRL's path, not the shared prompt's; half of each group's answers, ``sample_every_job_share``) and logs
-    its share; with ``sample_every_job_train_opening`` the written positions ride TRL's batch to the loss.
-    The tiny model seldom opens a jobs list, so it is seldom steered here; the steering and the loss are
-    tested in tests/training/test_every_job_sampling.py."""
-    run_train(
-        tmp_path,
-        "--max_steps",
-        "2",
-        "--sample_every_job",
-        "true",
-        "--sample_every_job_share",
-        "0.5",
-        "--sample_every_job_train_opening",
-        "true",
-        "--eval_scenarios",
-        "0",
-        "--report_to",
-        "none",
-    )
-    state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
-    assert [entry["step"] for entry in state["log_history"] if "loss" in entry] == [1, 2]
-    for name in ("every_job/forced_share", "every_job/written_share"):
-        shares = [entry[name] for entry in state["log_history"] if name in entry]
-        assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares), name
+    shares = [entry["repairs/share"] for entry in state["log_history"] if "repairs/share" in entry]
+    assert len(shares) == 2 and all(0.0 <= share <= 1.0 for share in shares)
 
 
 def test_refinement_episodes_train_through_environment_factory(tmp_path):
@@ -244,31 +199,9 @@ def test_refinement_episodes_train_through_environment_factory(tmp_path):
     assert {"rewards/refinement_reward/mean", "tools/call_frequency", "refine/checks_per_episode"} <= logged
 
 
-def test_revision_episodes_train_through_a_rollout_func(tmp_path):
-    """``episode_mode: revise``: the rollout plays plan, verdict, revised plan; the episode reward is what
-    GRPO optimises, the first plan's reward is logged beside it, and the held-out answers are episodes.
-    With ``turn_credit`` each plan's tokens train on their own (B, T) advantages through TRL's loss, and with
-    ``explore_repair_rate`` the rollout writes that share of the revisions (tests/test_revision.py)."""
-    run_train(
-        tmp_path, "--max_steps", "2", "--episode_mode", "revise", "--reward_funcs", "revision_reward",
-        "--reward_weights", "1.0", "--refine_max_turns", "2", "--turn_credit", "true", "--report_to", "none",
-        "--explore_repair_rate", "0.5",
-    )  # fmt: skip
-    state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
-    assert state["global_step"] == 2
-    logged = {key for entry in state["log_history"] for key in entry}
-    assert {"rewards/revision_reward/mean", "revise/first_reward", "revise/turns_per_episode"} <= logged
-    assert "revise/revision_gain" in logged  # turn_credit's own metric: its advantages were built
-    assert "revise/repaired_share" in logged  # the rollout's repairs were asked for
-    assert "tools/call_frequency" not in logged  # no tool loop
-    report = json.loads((tmp_path / "run" / "eval_report.json").read_text())
-    assert report["max_turns"] == 3 and 1.0 <= report["mean_turns"] <= 3.0
-    assert {"mean_percent_of_optimum", "valid_plan_rate"} <= set(report["first_plan"])
-
-
 def test_self_imitation_trains_and_checkpoints_its_buffer(tmp_path):
-    """``self_imitation_coef``: the SelfImitationTrainer runs in the script, logs its buffer each step and
-    saves it in every checkpoint (tests/training/test_self_imitation.py tests what it stores and adds)."""
+    """``self_imitation_coef``: FleetGRPOTrainer's self-imitation runs in the script, logs its buffer each
+    step and saves it in every checkpoint (tests/training/test_self_imitation.py: what it stores and adds)."""
     run_train(
         tmp_path, "--max_steps", "2", "--self_imitation_coef", "0.5", "--self_imitation_min_reward", "0",
         "--eval_scenarios", "0", "--report_to", "none",
@@ -280,20 +213,3 @@ def test_self_imitation_trains_and_checkpoints_its_buffer(tmp_path):
     assert len(logged) == 2
     saved = json.loads((checkpoint / "self_imitation_buffer.json").read_text())
     assert len(saved["answers"]) == logged[-1]["self_imitation/buffer_size"]
-
-
-def test_expert_iteration_runs_a_round_between_steps(tmp_path):
-    """``expert_iteration_every``: the ExpertIterationTrainer samples, scores and trains between GRPO steps
-    on the NF4 + LoRA policy, logs the round with its step and writes its kept answers
-    (tests/training/test_expert_iteration.py tests what a round keeps and trains)."""
-    result = run_train(
-        tmp_path, "--max_steps", "2", "--expert_iteration_every", "1", "--expert_iteration_prompts", "2",
-        "--expert_iteration_min_reward", "0", "--eval_scenarios", "0", "--report_to", "none",
-    )  # fmt: skip
-    assert "expert iteration at step 1: 2 prompts x 2 answers" in result.stderr
-    state = json.loads((tmp_path / "run" / "checkpoint-2" / "trainer_state.json").read_text())
-    logged = [entry for entry in state["log_history"] if "expert/kept" in entry]
-    assert [entry["step"] for entry in logged] == [1]  # after step 1, not after the last
-    written = json.loads((tmp_path / "run" / "expert_iteration" / "step-1.json").read_text())
-    assert written["kept"] == [] or written["kept"][0]["reward"] >= 0
-    assert len(written["kept"]) == logged[0]["expert/kept"]

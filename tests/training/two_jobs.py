@@ -1,4 +1,4 @@
-"""A two-job scenario for the plan-level tests (placement, edits): a 70B serve job and a 7B train job on
+"""A two-job scenario for the plan-level tests (placement, repairs): a 70B serve job and a 7B train job on
 eight H100s, and the answer the SmolLM2 runs settle on (the first job alone, every GPU, tp 1, bf16)."""
 
 from __future__ import annotations
