@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleet_rl.env.server_pool import (
-    DEFAULT_ALL_DOWN_TIMEOUT_S,
-    DEFAULT_CALL_TIMEOUT_S,
-    DEFAULT_CONNECT_TIMEOUT_S,
-)
+from fleet_rl.env.server_pool import DEFAULT_ALL_DOWN_TIMEOUT_S as ALL_DOWN_S
+from fleet_rl.env.server_pool import DEFAULT_CALL_TIMEOUT_S as CALL_S
+from fleet_rl.env.server_pool import DEFAULT_CONNECT_TIMEOUT_S as CONNECT_S
 from fleet_rl.prompts import PROMPT_STYLES
 from fleet_rl.scenario_generator import TASKS
 
@@ -30,8 +28,7 @@ LOCAL_MODELS: dict[str, str] = {
     "tiny": "outputs/models/tiny-fleet-llama",
     "smollm2": "outputs/models/smollm2-135m-instruct",
 }
-# Plans the SFT warm start imitates (fleet_rl.training.dataset.SFT_TARGET_PLANNERS). From `optimal` (distil,
-# then reinforce) a run's claim is GRPO's gain over that start (benchmarks/learning.py says so).
+# Plans the SFT warm start imitates (fleet_rl.training.dataset.SFT_TARGET_PLANNERS).
 SFT_TARGETS: tuple[str, ...] = ("optimal", "even_split", "random", "random_split", "random_feasible")
 
 
@@ -177,15 +174,15 @@ class FleetScriptArguments:
         },
     )
     env_connect_timeout_s: float = field(
-        default=DEFAULT_CONNECT_TIMEOUT_S,
+        default=CONNECT_S,
         metadata={"help": "env_base_urls: seconds to open a session before the server counts as down."},
     )
     env_call_timeout_s: float = field(
-        default=DEFAULT_CALL_TIMEOUT_S,
+        default=CALL_S,
         metadata={"help": "env_base_urls: seconds to wait for an answer before the episode moves on."},
     )
     env_all_down_timeout_s: float = field(
-        default=DEFAULT_ALL_DOWN_TIMEOUT_S,
+        default=ALL_DOWN_S,
         metadata={
             "help": "env_base_urls: stop with an error once every server has been down this long "
             "(checkpoints so far stay; resume once a server is back)."

@@ -87,15 +87,13 @@ def summarise(
 ) -> dict:
     """Rates and means of scored completions, overall and per task (percentages of the exact optimum).
 
-    ``crash_rate``: answers in which some job the author placed crashes (``oom``, ``unsupported`` or
-    ``unstable``; each also on its own, ``<status>_rate``). ``placed_job_share``: the mean share of the jobs
-    asked for that the answers place with gpus > 0 (``fleet_rl.training.job_placement``: jobs left out show
-    here, not among the crashes). ``mean_completion_tokens`` when the answers' token counts are given
-    (model policies). ``distinct_settings_per_kind`` (overall only): how many distinct
-    (tensor_parallel, formats, kv_cache) settings the answers give the jobs they place, per job kind
-    (``fleet_rl.training.setting_variety``); one or two per kind is a template. ``per_unseen``: the same
-    stats over the scenarios whose GPU, model, or both training never showed
-    (``fleet_rl.training.unseen_split``), for the kinds present."""
+    ``crash_rate``: answers in which a placed job crashes (``oom``, ``unsupported``, ``unstable``; each
+    also alone, ``<status>_rate``). ``placed_job_share``: the mean share of the jobs asked for that the
+    answers place with gpus > 0 (``job_placement``: left-out jobs show here, not among the crashes).
+    ``mean_completion_tokens`` when token counts are given (model policies). ``distinct_settings_per_kind``
+    (overall only): distinct (tensor_parallel, formats, kv_cache) settings the answers give the jobs they
+    place, per job kind (``setting_variety``; one or two per kind is a template). ``per_unseen``: the same
+    stats over the scenarios whose GPU, model, or both training never showed (``unseen_split``)."""
     columns = {
         "scenario": [row["scenario"] for row in rows],
         "agent": [row["agent"] for row in rows],

@@ -103,10 +103,8 @@ def job_advantages(
 
 def closing_tokens(text: str, spans: dict[str, tuple[int, int]], char_ends: Sequence[int]) -> tuple[int, ...]:
     """The tokens that closed the jobs list after its last job object, in order: from the one holding that
-    object's closing ``}`` through the one holding the first ``]`` after it. Empty: no job object, no such
-    ``]``, or it lies past the tokens. SmolLM2 ends a job that the list's end follows with ``"}`` and one
-    that another job follows with ``"},``: the choice to end the list is taken at the ``"}``, before the
-    ``]}``."""
+    object's closing ``}`` through the one holding the first ``]`` after it (module docstring). Empty: no
+    job object, no such ``]``, or it lies past the tokens."""
     if not spans:
         return ()
     object_end = max(end for _, end in spans.values())  # one past the last job object's ``}``

@@ -5,10 +5,9 @@ Why: glibc's ``malloc`` maps an allocation of at least ``M_MMAP_THRESHOLD`` byte
 free, but each such free raises the threshold to the freed block's size (up to 32 MiB on 64-bit). Once a
 run has freed its first large tensors, the tensors of a GRPO step (logits, activations, the generation's
 KV cache: most under 32 MiB) come from the heap, and glibc keeps the heap's freed pages. A process's
-resident memory then rises to the sum of its phases' high-water marks and stays there: memory the process
-no longer uses, that a second process on the same machine cannot have. ``malloc_trim(0)`` returns every
-whole free page of every arena to the kernel (``madvise(MADV_DONTNEED)``, glibc >= 2.8); it does not move
-live memory and costs milliseconds. The figures it changed are in docs/training.md ("Memory").
+resident memory then rises to the sum of its phases' high-water marks and stays there, memory a second
+process on the machine cannot have. ``malloc_trim(0)`` returns every whole free page of every arena to the
+kernel (glibc >= 2.8) in milliseconds, moving no live memory (figures: docs/training.md "Memory").
 
 Linux with glibc only: elsewhere (macOS, musl) ``release_freed_memory`` returns False and does nothing.
 """

@@ -8,15 +8,13 @@ training jobs at micro-batch 1 with activation checkpointing), drawn at random a
 The job keeps as many whole replicas of its GPUs as it had (at least one); GPUs it needs beyond the
 cluster's free ones come from the other jobs, largest first, each keeping a whole replica; a repair that
 still does not fit tries the job's next format, then each format on one replica, and a job none fits is
-left as it was. The repaired answer is scored and grouped like the others, so the kernel's reward says
-whether the repair beat the policy's own answers, and the policy is pushed towards it if it did
-(off-policy on the rewritten tokens, as an answer from elsewhere joining a group).
+left as it was. The repaired answer is scored and grouped like the others: the kernel's reward says whether
+it beat the policy's own answers (off-policy on the rewritten tokens, as an answer from elsewhere).
 
 Nothing is read from the optimum or from the kernel's throughput: the verdict names which jobs failed, the
 ``Fits`` line (what the prompt states) says what holds them. Only the repaired jobs' (and donors')
 ``{...}`` are rewritten, as compact JSON; the rest of the text stays as sampled. ``None`` when the answer
-has no plan or no failing job it places, or no repair applies. Measured effect and history:
-``docs/learning-benchmark.md`` ("Tried, not adopted") and ``docs/experiment-log.md``.
+has no plan or no failing job it places, or no repair applies.
 """
 
 from __future__ import annotations

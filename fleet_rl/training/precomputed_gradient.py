@@ -1,13 +1,11 @@
 """A sum of losses whose parts are differentiated one at a time, so only one part's activations are held.
 
-Self-imitation adds the negative log-likelihood of two stored answers, each a whole prompt plus its answer
-(~1,100 SmolLM2 tokens on the ``sized`` prompt), to the first micro-batch's GRPO loss. Added as one padded
-batch, both answers' activations stay alive until the trainer's backward pass, beside the micro-batch's
-own. ``sum_one_at_a_time`` runs each part's forward and backward pass at once (``torch.autograd.grad``),
-keeps only its gradient (the size of the trainable weights: ~20 MB for LoRA r16 on SmolLM2-135M), and
-returns the parts' summed value as a tensor whose backward pass hands those gradients on, scaled by
-whatever the trainer multiplies the loss by (gradient accumulation, a coefficient). The gradient is the
-sum's, up to float rounding; no forward pass runs twice.
+Self-imitation adds the NLL of two stored answers (~1,100 SmolLM2 tokens each) to the first micro-batch's
+GRPO loss; as one padded batch, both answers' activations would stay alive until the trainer's backward
+pass. ``sum_one_at_a_time`` runs each part's forward and backward pass at once (``torch.autograd.grad``),
+keeps only its gradient (~20 MB for LoRA r16 on SmolLM2-135M), and returns the parts' summed value as a
+tensor whose backward pass hands those gradients on, scaled by whatever the trainer multiplies the loss by.
+The gradient is the sum's, up to float rounding; no forward pass runs twice.
 
 The parts must not need the trainer's own backward pass: a model wrapped for several processes (DDP,
 FSDP, DeepSpeed) reduces gradients in hooks that ``torch.autograd.grad`` does not fire, and reentrant

@@ -1,9 +1,8 @@
 """Options retired in issue #69: each gives one line saying what replaced it, or that it was retired and the
 commit that last had it, and exit code 2 (never a traceback, never a silent ignore).
 
-Their experiments are closed; what they measured stays reproducible at ``LAST_COMMIT`` (``git checkout
-2a054bb``), and each result is in ``docs/learning-benchmark.md`` ("Tried, not adopted") and
-``docs/experiment-log.md``.
+Their experiments are closed; what they measured reproduces at ``LAST_COMMIT``; each result is in
+``docs/learning-benchmark.md`` ("Tried, not adopted") and ``docs/experiment-log.md``.
 """
 
 from __future__ import annotations
@@ -27,21 +26,11 @@ _EXPERIMENTS = {  # option -> the experiment it switched, as the log names it
     "resample_flat_groups": "fresh prompts for flat steps (DAPO dynamic sampling)",
     "floors_off_prompts": "prompts without throughput floors first",
     "eval_max_turns": "held-out revision episodes",
-    **{
-        f"expert_iteration_{name}": "expert iteration"
-        for name in (
-            "every",
-            "prompts",
-            "samples",
-            "repairs",
-            "min_reward",
-            "epochs",
-            "batch_size",
-            "generation_batch_size",
-            "learning_rate",
-        )
-    },
 }
+_EXPERT_ITERATION = (
+    "every prompts samples repairs min_reward epochs batch_size generation_batch_size learning_rate"
+)
+_EXPERIMENTS |= {f"expert_iteration_{name}": "expert iteration" for name in _EXPERT_ITERATION.split()}
 RETIRED: dict[str, str] = {
     name: f"{name} ({experiment}) was retired in issue #69; the last commit that had it is {LAST_COMMIT}"
     for name, experiment in _EXPERIMENTS.items()

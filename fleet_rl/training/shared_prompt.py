@@ -3,7 +3,7 @@
 On the CPU presets a step is one prompt and its ``num_generations`` answers. TRL's transformers path feeds the
 prompt with every answer: the 8 answers of a SmolLM2 facts step are ~850 tokens each, ~730 of them the same
 prompt, so generation's prefill and the loss's forward and backward passes each process the prompt 8 times
-(``benchmarks/step_time.py``: generation 36 %, forward 25 %, backward 39 % of a 143 s step).
+(generation 36 %, forward 25 %, backward 39 % of a 143 s step).
 ``FleetGRPOTrainer`` (``share_prompt: true``, the default) runs the prompt once and hands its key/value cache
 to every answer:
 
@@ -19,8 +19,8 @@ It applies where every row of the batch has the same prompt tokens and mask (one
 SmolLM2 preset). Anything else takes TRL's own path: several prompts (the tiny preset's 2 a step), vLLM,
 images, tools, MoE auxiliary losses, gradient checkpointing (it drops the cache) and, in the loss, a model
 wrapped for several processes (DDP, FSDP, DeepSpeed: one forward pass per backward). Positions count from
-the first column, padding included, as TRL's own forward does. Measured on a SmolLM2 facts step
-(docs/training.md "The shared prompt"): 161.6 s on TRL's path, 76.2 s shared, the same sampled answers.
+the first column, padding included, as TRL's own forward does. A SmolLM2 facts step: 161.6 s on TRL's
+path, 76.2 s shared (docs/training.md "The shared prompt").
 """
 
 from __future__ import annotations

@@ -14,10 +14,9 @@ A step meets them in this order, top to bottom:
 4. **Self-imitation** (``self_imitation_coef``): each group's best answer is kept and replayed as an NLL
    term at later steps; the buffer is part of every checkpoint (``fleet_rl/training/self_imitation.py``).
 
-And one fix that always applies: a resumed QLoRA run's adapters go back to bf16, as a fresh run's
-(``fleet_rl/training/resume_dtype.py``). With an option off its hook returns TRL's own method at its first
-line: the tiny preset (every option off but the shared prompt, which its two prompts a step never meet)
-runs TRL's code.
+And one fix that always applies: a resumed QLoRA run's adapters go back to bf16, as a fresh run's. With an
+option off its hook returns TRL's own method at its first line: the tiny preset (every option off but the
+shared prompt, which its two prompts a step never meet) runs TRL's code.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from trl import GRPOTrainer
 
 from fleet_rl.training.job_credit import job_credit_advantages
 from fleet_rl.training.plan_repairs import repair_completions
-from fleet_rl.training.resume_dtype import is_quantized, trainable_to_bf16
 from fleet_rl.training.self_imitation import ImitationBuffer, buffer_path, imitation_nll, stored_answers
 from fleet_rl.training.shared_prompt import (
     can_share_generation,
@@ -39,7 +37,7 @@ from fleet_rl.training.shared_prompt import (
     shared_prompt_logps,
 )
 
-__all__ = ["FleetGRPOTrainer"]
+__all__ = ["FleetGRPOTrainer", "is_quantized", "trainable_to_bf16"]
 
 
 class FleetGRPOTrainer(GRPOTrainer):
@@ -59,16 +57,13 @@ class FleetGRPOTrainer(GRPOTrainer):
         self_imitation_batch_size: int = 2,
         **kwargs,
     ) -> None:
-        shares = {"job_credit": job_credit, "omitted_job_credit": omitted_job_credit or 0.0}
-        if not 0.0 <= explore_repair_rate < 1.0 or not all(0.0 <= v <= 1.0 for v in shares.values()):
-            raise ValueError(
-                f"explore_repair_rate must be in [0, 1), job_credit and omitted_job_credit in [0, 1]; got "
-                f"{explore_repair_rate}, {job_credit}, {omitted_job_credit}"
-            )
-        if self_imitation_coef < 0 or self_imitation_batch_size < 1:
-            raise ValueError(
-                f"self_imitation_coef must be >= 0 and self_imitation_batch_size >= 1, got "
-                f"{self_imitation_coef} and {self_imitation_batch_size}"
+        shares_ok = (
+            0 <= explore_repair_rate < 1 and 0 <= job_credit <= 1 and 0 <= (omitted_job_credit or 0) <= 1
+        )
+        if not (shares_ok and self_imitation_coef >= 0 and self_imitation_batch_size >= 1):
+            raise ValueError(  # as fleet_rl/training/checks.py says it to train_grpo.py's users
+                "explore_repair_rate must be in [0, 1), job_credit and omitted_job_credit in [0, 1], "
+                "self_imitation_coef >= 0 and self_imitation_batch_size >= 1"
             )
         super().__init__(*args, **kwargs)
         self.share_prompt = share_prompt
@@ -233,31 +228,50 @@ class FleetGRPOTrainer(GRPOTrainer):
         return loss + self.self_imitation_coef * nll
 
     # --- checkpoints: the buffer, and resumed QLoRA adapters in bf16 ---------------------------------------
-    def _buffer_path(self, checkpoint: str) -> Path:
-        return buffer_path(checkpoint, self.args.process_index, self.args.world_size)
-
     def _save_rng_state(self, output_dir):
         """Beside each process's RNG state, before the trainer state: a complete checkpoint has the buffer."""
         super()._save_rng_state(output_dir)
         if self.self_imitation_coef > 0:
             Path(output_dir).mkdir(parents=True, exist_ok=True)
-            self.imitation_buffer.save(self._buffer_path(output_dir))
+            self.imitation_buffer.save(buffer_path(output_dir, self.args.process_index, self.args.world_size))
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         """On every resume, with the optimizer: the buffer as the checkpoint saved it."""
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None or self.self_imitation_coef <= 0:
             return
-        path = self._buffer_path(checkpoint)
+        path = buffer_path(checkpoint, self.args.process_index, self.args.world_size)
         if path.is_file():
             self.imitation_buffer.load(path)
         else:  # a checkpoint of a run without self-imitation: start the buffer empty, and say so
             print(f"self-imitation: {path} is missing; the buffer starts empty", flush=True)
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
-        """PEFT's ``load_adapter`` upcasts bf16 adapters to fp32; cast them back, as TRL cast them at the
-        start, before the optimizer (and its restored state) is built."""
+        """On a 4- or 8-bit base TRL casts the LoRA weights to bf16 (QLoRA's recipe), but a resume goes
+        through PEFT's ``load_adapter``, which upcasts them to fp32 (``autocast_adapter_dtype``): a resumed
+        run trained fp32 adapters where the run it resumed trained bf16 ones (``kill_resume``: gradient norms
+        differed from the first resume on). Cast them back, before the optimizer and its state are built."""
         super()._load_from_checkpoint(resume_from_checkpoint, model)
         loaded = self.model if model is None else model
         if is_quantized(loaded):
             trainable_to_bf16(loaded)
+
+
+def is_quantized(model) -> bool:
+    """True for a model loaded in 4 or 8 bits (through a PEFT wrapper too), as TRL tests it."""
+    return bool(getattr(model, "is_loaded_in_4bit", False) or getattr(model, "is_loaded_in_8bit", False))
+
+
+def trainable_to_bf16(model) -> list[str]:
+    """Cast the trainable weights to bf16 as TRL does for QLoRA (a DoRA magnitude vector stays: its updates
+    can be smaller than bf16 resolves); the names of those that were cast."""
+    cast = []
+    for name, parameter in model.named_parameters():
+        if (
+            parameter.requires_grad
+            and "lora_magnitude_vector" not in name
+            and parameter.dtype != torch.bfloat16
+        ):
+            parameter.data = parameter.data.to(torch.bfloat16)
+            cast.append(name)
+    return cast

@@ -12,8 +12,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
 from trl import GRPOConfig
 
 from fleet_rl.tiny_model import ensure_tiny_model
-from fleet_rl.training.resume_dtype import is_quantized, trainable_to_bf16
-from fleet_rl.training.trainer import FleetGRPOTrainer
+from fleet_rl.training.trainer import FleetGRPOTrainer, is_quantized, trainable_to_bf16
 
 GROUP = 4
 
