@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import platform
 import subprocess
-from pathlib import Path
+
+from benchmarks import REPO
 
 __all__ = ["cpu_model", "git_state"]
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def cpu_model() -> str:

@@ -19,8 +19,8 @@ A trailing comment marks what cannot or must not be checked, visibly in the docs
 - ``# needs a GPU`` and ``# placeholder``: the command is skipped, with that reason (``pytest -rs`` lists
   them);
 - ``# flags passed on to SCRIPT``: flags the command's script does not know are checked against SCRIPT's
-  parser instead (``benchmarks/learning.py`` hands them to ``train_grpo.py``); without that mark such a flag
-  fails.
+  parser instead (``python -m benchmarks.learning`` hands them to ``train_grpo.py``); without that mark such
+  a flag fails.
 
 Other commands (``pip``, ``vllm serve``, ``transformers serve``, ``mkdir``...) are not ours to check; they
 are counted in ``test_the_docs_hold_commands_to_check``.
@@ -201,7 +201,7 @@ def _dump_parsers(targets: list[str]) -> dict:
 SELF_TEST = (
     "script:train_grpo.py",
     "script:eval.py",
-    "script:benchmarks/learning.py",
+    "module:benchmarks.learning",
     "module:fleet_rl.server",
 )
 
@@ -308,7 +308,7 @@ def test_the_command_names_things_that_exist(command: Command):
 def test_the_parsers_are_the_scripts_own():
     """The child process really reads each script's parser: known flags are there, a near miss is not."""
     train, evaluate = parsers()["script:train_grpo.py"], parsers()["script:eval.py"]
-    learning, server = parsers()["script:benchmarks/learning.py"], parsers()["module:fleet_rl.server"]
+    learning, server = parsers()["module:benchmarks.learning"], parsers()["module:fleet_rl.server"]
     for parsed in (train, evaluate, learning, server):
         assert "error" not in parsed, parsed["error"]
     assert train["kind"] == evaluate["kind"] == "trl" and learning["kind"] == "argparse"
@@ -321,7 +321,7 @@ def test_the_parsers_are_the_scripts_own():
     ) and "--max_steps" not in learning["options"]
     assert "--max-sessions" in server["options"]
     assert check_flags(["--max_step", "4"], train["options"], None, "trl")  # no abbreviations
-    assert check_flags(["--max_steps", "4"], learning["options"], None, "argparse")  # not learning.py's own
+    assert check_flags(["--max_steps", "4"], learning["options"], None, "argparse")  # not the benchmark's own
     assert not check_flags(["--max_steps", "4"], learning["options"], train, "argparse")  # passed on
     assert not check_flags(["--config", "configs/tiny_cpu.yaml"], train["options"], None, "trl")
 

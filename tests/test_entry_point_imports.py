@@ -35,7 +35,7 @@ def loaded_after_import(module: str) -> list[str]:
         "train_grpo",
         "eval",
         "benchmarks.learning",
-        "benchmarks.learning_run",  # what benchmarks/learning.py imports when it trains
+        "benchmarks.learning.run",  # what python -m benchmarks.learning imports when it trains
         "fleet_rl.training.revision_rollout",  # episode_mode revise: the kernel's verdict, no server
         "fleet_rl.env.server_pool",
     ],

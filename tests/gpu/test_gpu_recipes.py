@@ -83,7 +83,7 @@ def test_the_qlora_recipe_trains_checkpoints_resumes_and_evaluates(smollm2, tmp_
 def test_the_learning_benchmark_trains_and_evaluates_on_cuda(smollm2, tmp_path):
     output = tmp_path / "learning.json"
     _run(
-        "benchmarks/learning.py", "--config", "configs/smollm2_cpu.yaml", "--seeds", "0",
+        "-m", "benchmarks.learning", "--config", "configs/smollm2_cpu.yaml", "--seeds", "0",
         "--eval_scenarios", "8", "--eval_batch_size", "8", "--output", str(output),
         "--work_dir", str(tmp_path / "work"), "--use_cpu", "false", "--sft_steps", "0",
         "--model_name_or_path", str(smollm2), "--max_steps", "2", "--max_completion_length", "64",

@@ -1,0 +1,193 @@
+"""SFT curve: the held-out score of an SFT warm start's checkpoints, to choose how long to distill.
+
+    python -m benchmarks.learning.sft_curve --config configs/smollm2_cpu.yaml --sft_target optimal \\
+        --steps 40 80 120 --work_dir runs/sft_curve/optimal --output benchmarks/results/sft_curve_optimal.json
+    python -m benchmarks.learning.sft_curve --render benchmarks/results/sft_curve_optimal.json   # its table
+
+One SFT warm start (``fleet_rl.training.warm_start``: the preset's learning rate, batch and cosine schedule
+over ``max(--steps)`` steps, on ``max(--steps) × sft_batch_size`` examples, each seen once) saves the model
+at every step of ``--steps``; each checkpoint then answers the learning benchmark's held-out scenarios
+(``benchmarks/learning/evaluate.py``: the same rows, prompt style, token budget and loading as GRPO's policy)
+greedily, scored by the training rewards. Each evaluation is kept in ``<work_dir>/start-evaluations/`` under
+the learning benchmark's key, so ``python -m benchmarks.learning --work_dir <work_dir> --sft_steps 0
+--model_name_or_path <work_dir>/warm-start-checkpoints/step-N`` reuses it as its start's instead of
+answering again. The result lists, per checkpoint, the summary (overall, per task, per unseen part:
+``fleet_rl.training.unseen_split``) and the per-scenario % of optimum, beside the baselines, with the
+command, machine and commit. ``--reuse`` keeps a finished warm start of the same settings.
+
+A checkpoint of a longer run is not the same model as a run of that many steps: the schedule spans all
+the steps. The best checkpoint is chosen on the held-out scenarios themselves, which the result says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from fleet_rl.training.config_file import exit_on_a_bad_config
+
+if __name__ == "__main__":
+    exit_on_a_bad_config(sys.argv[1:], "sft_curve.py")
+
+__all__ = ["main", "render"]
+
+COLUMNS = (  # (summary key, header, format)
+    ("mean_percent_of_optimum", "% of optimum", "{:.1f}"),
+    ("valid_plan_rate", "valid plan", "{:.2f}"),
+    ("feasible_rate", "feasible", "{:.2f}"),
+    ("placed_job_share", "placed job share", "{:.2f}"),
+    ("mean_fleet_reward", "mean fleet_reward", "{:.3f}"),
+)
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("--config", help="train_grpo.py preset, e.g. configs/smollm2_cpu.yaml")
+    parser.add_argument("--sft_target", default="optimal", help="the planner the warm start imitates")
+    parser.add_argument("--steps", type=int, nargs="+", default=[40, 80, 120], help="checkpoints to score")
+    parser.add_argument("--eval_scenarios", type=int, default=96)
+    parser.add_argument("--eval_tasks", nargs="+", default=None, help="default: the preset's tasks")
+    parser.add_argument("--eval_batch_size", type=int, default=16)
+    parser.add_argument("--eval_dataset_seed", type=int, default=None, help="default: the benchmark's")
+    parser.add_argument("--max_new_tokens", type=int, default=None, help="default: max_completion_length")
+    parser.add_argument("--work_dir", default="runs/sft_curve")
+    parser.add_argument("--output", help="the JSON result")
+    parser.add_argument("--reuse", action="store_true", help="keep a finished warm start like it")
+    parser.add_argument("--render", metavar="RESULT_JSON", help="print a result's table; no run")
+    args, train_flags = parser.parse_known_args(argv)
+    if not args.render and not (args.config and args.output):
+        parser.error("give --config and --output (or --render RESULT_JSON)")
+    if args.steps and min(args.steps) < 1:
+        parser.error("--steps must be positive")
+    return args, train_flags
+
+
+def _row(label: str, summary: dict) -> str:
+    cells = [template.format(summary[key]) for key, _, template in COLUMNS]
+    per_task = summary.get("per_task", {})
+    cells.append(" / ".join(f"{per_task[t]['placed_job_share']:.2f}" for t in per_task) or "–")
+    unseen = summary.get("per_unseen", {})
+    cells.append(" / ".join(f"{k} {v['mean_percent_of_optimum']:.1f}" for k, v in unseen.items()) or "–")
+    return f"| {label} | " + " | ".join(cells) + " |"
+
+
+def render(result: dict) -> str:
+    """The curve as a Markdown table: one row per checkpoint, then the baselines."""
+    tasks = " / ".join(result["eval"]["eval_tasks"])
+    header = [name for _, name, _ in COLUMNS] + [f"placed ({tasks})", "% of optimum by unseen part"]
+    lines = [
+        f"SFT on {result['sft_target']} plans, {result['eval_scenarios']} held-out scenarios "
+        f"(scenario fingerprint {result['scenario_fingerprint']}):",
+        "",
+        "| policy | " + " | ".join(header) + " |",
+        "|---" * (len(header) + 1) + "|",
+    ]
+    for point in result["checkpoints"]:
+        lines.append(_row(f"SFT step {point['step']}", point["summary"]))
+    for name, summary in result["baselines"].items():
+        lines.append(_row(f"baseline: {name}", summary))
+    lines += ["", f"Best on these scenarios: step {result['best_step']} (chosen on the held-out set itself)."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict | None:
+    args, train_flags = parse(sys.argv[1:] if argv is None else argv)
+    if args.render:
+        print(render(json.loads(Path(args.render).read_text())))
+        return None
+    import train_grpo
+    from benchmarks.learning.evaluate import (
+        baseline_summaries,
+        eval_rows,
+        eval_settings,
+        evaluate,
+        today_scenario_fingerprint,
+    )
+    from benchmarks.learning.start_cache import START_EVALUATIONS, cached_evaluation, start_evaluation_key
+    from benchmarks.machine import cpu_model, git_state
+    from fleet_rl.smollm2 import ensure_smollm2
+    from fleet_rl.tiny_model import ensure_tiny_model
+    from fleet_rl.training.heldout import EVAL_DATASET_SEED
+    from fleet_rl.training.warm_start import (
+        WARM_START_CHECKPOINTS_DIR,
+        WARM_START_DIR,
+        checkpoint_dir,
+        warm_start,
+    )
+
+    steps = sorted(set(args.steps))
+    work_dir = Path(args.work_dir)
+    parsed = train_grpo.parse_args(
+        ["--config", args.config, *train_flags, "--sft_target", args.sft_target]
+        + ["--sft_steps", str(steps[-1]), "--output_dir", str(work_dir), "--report_to", "none"]
+        + ["--eval_scenarios", "0"]
+    )
+    script_args, training_args, model_args = parsed
+    script_args.sft_num_examples = steps[-1] * script_args.sft_batch_size  # each example seen once
+    if not args.reuse:
+        import shutil
+
+        for stale in (WARM_START_DIR, WARM_START_CHECKPOINTS_DIR):
+            shutil.rmtree(work_dir / stale, ignore_errors=True)
+    if script_args.local_model:
+        {"tiny": ensure_tiny_model, "smollm2": ensure_smollm2}[script_args.local_model](
+            model_args.model_name_or_path
+        )
+    started = time.perf_counter()
+    final = warm_start(model_args.model_name_or_path, script_args, training_args, checkpoint_steps=steps)
+    sft_s = time.perf_counter() - started
+    args.eval_dataset_seed = EVAL_DATASET_SEED if args.eval_dataset_seed is None else args.eval_dataset_seed
+    args.eval_max_turns = None
+    settings = eval_settings(args, script_args, training_args)
+    rows = eval_rows(settings)
+    fingerprint = today_scenario_fingerprint(settings, rows)
+    points = []
+    for step in steps:
+        path = str(checkpoint_dir(training_args, step))
+        key = start_evaluation_key(path, settings, fingerprint, model_args)
+        evaluation, reused = cached_evaluation(
+            work_dir / START_EVALUATIONS, key, lambda path=path: evaluate(path, None, settings, parsed)
+        )
+        print(f"sft curve: step {step}: {evaluation['summary']['mean_percent_of_optimum']:.1f} % of optimum")
+        points.append(
+            {
+                "step": step,
+                "model": path,
+                "summary": {k: v for k, v in evaluation["summary"].items() if k != "samples"},
+                "percent_of_optimum": evaluation["per_scenario"]["percent_of_optimum"],
+                "evaluation_reused_from": reused,
+                "eval_wall_s": evaluation["wall_s"],
+            }
+        )
+    baselines, _ = baseline_summaries(rows)
+    best = max(points, key=lambda point: point["summary"]["mean_percent_of_optimum"])
+    result = {
+        "benchmark": "sft_curve",
+        "config": args.config,
+        "sft_target": args.sft_target,
+        "train_flags": train_flags,
+        "warm_start": json.loads((Path(final) / "warm_start.json").read_text()),
+        "eval_scenarios": args.eval_scenarios,
+        "eval": settings | {"split": "eval", "decoding": "greedy"},
+        "scenario_fingerprint": fingerprint,
+        "checkpoints": points,
+        "best_step": best["step"],
+        "baselines": baselines,
+        "wall_s": {"sft_and_setup": sft_s},
+        "command": "python -m benchmarks.learning.sft_curve "
+        + shlex.join(sys.argv[1:] if argv is None else argv),
+        "cpu": cpu_model(),
+        "git": git_state(),
+    }
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(result, indent=1))
+    print(render(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

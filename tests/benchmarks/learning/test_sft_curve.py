@@ -1,0 +1,50 @@
+"""benchmarks/learning/sft_curve.py: one tiny warm start with checkpoints, each scored on held-out
+scenarios."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.learning import sft_curve
+from benchmarks.learning.start_cache import START_EVALUATIONS
+from fleet_rl.tiny_model import ensure_tiny_model
+
+
+@pytest.mark.slow
+def test_each_checkpoint_is_a_scored_warm_start_the_learning_benchmark_can_reuse(tmp_path):
+    model = str(ensure_tiny_model(tmp_path / "tiny"))
+    output = tmp_path / "curve.json"
+    argv = [
+        "--config", "configs/tiny_cpu.yaml", "--steps", "4", "2", "--eval_scenarios", "2",
+        "--work_dir", str(tmp_path / "work"), "--output", str(output),
+        "--model_name_or_path", model, "--local_model", "", "--sft_batch_size", "2",
+    ]  # fmt: skip
+    result = sft_curve.main(argv)
+    assert [point["step"] for point in result["checkpoints"]] == [2, 4]
+    for point in result["checkpoints"]:
+        marker = json.loads((tmp_path / "work" / "warm-start-checkpoints" / f"step-{point['step']}" /
+                             "warm_start.json").read_text())  # fmt: skip
+        assert (marker["steps"], marker["target"], marker["schedule_steps"]) == (point["step"], "optimal", 4)
+        assert len(point["percent_of_optimum"]) == 2
+        assert point["summary"]["num_scenarios"] == 2 and "per_unseen" in point["summary"]
+    assert result["best_step"] in (2, 4) and set(result["baselines"]) == {"even_bf16", "heuristic",
+                                                                          "random_feasible"}  # fmt: skip
+    assert len(list((tmp_path / "work" / START_EVALUATIONS).glob("*.json"))) == 2
+    assert json.loads(output.read_text())["scenario_fingerprint"] == result["scenario_fingerprint"]
+    table = sft_curve.render(result)
+    assert "| SFT step 2 |" in table and "| SFT step 4 |" in table and "baseline: even_bf16" in table
+
+    again = sft_curve.main([*argv, "--reuse"])  # the warm start and both evaluations are kept
+    assert all(point["evaluation_reused_from"] for point in again["checkpoints"])
+    assert again["checkpoints"][0]["percent_of_optimum"] == result["checkpoints"][0]["percent_of_optimum"]
+
+
+def test_command_line_needs_a_config_and_an_output_and_positive_steps():
+    with pytest.raises(SystemExit):
+        sft_curve.parse(["--config", "c.yaml"])
+    with pytest.raises(SystemExit):
+        sft_curve.parse(["--config", "c.yaml", "--output", "o.json", "--steps", "0"])
+    args, flags = sft_curve.parse(["--config", "c.yaml", "--output", "o.json", "--sft_learning_rate", "1e-4"])
+    assert (args.steps, flags) == ([40, 80, 120], ["--sft_learning_rate", "1e-4"])
