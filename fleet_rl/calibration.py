@@ -5,9 +5,9 @@ scenario and plan that express it and the value it claims; ``load_figures`` read
 (``msgspec``: types, allowed values, and the rules below) into ``FIGURES``.
 
 A figure is ``fit`` when a constant in ``fleet_rl/kernel/constants.py`` was chosen to match it (the constant's
-comment names it), and ``check`` when nothing was tuned to it. ``python benchmarks/calibration.py`` prints
-the table; ``tests/test_calibration.py`` holds the tolerances: at least 90 % of the figures within 25 % and
-none off by more than 2×.
+comment names it), and ``check`` when nothing was tuned to it. ``python -m benchmarks.kernel.calibration``
+prints the table; ``tests/test_calibration.py`` holds the tolerances: at least 90 % of the figures within 25 %
+and none off by more than 2×.
 
 Metrics. ``tokens_per_s``: the job's tokens/s (generated tokens for serving, trained tokens for training);
 ``tokens_per_s_per_gpu`` the same ÷ its GPUs.

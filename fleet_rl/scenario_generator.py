@@ -11,7 +11,7 @@ Tiers (parameters in ``TIERS`` below, one ``TierSpec`` each; the kernel engineer
 - ``easy``: one job on 1-8 GPUs, half the clusters small or format-limited GPUs; 7-8B models and GPT-2,
   a quarter 46-73B (serve, lora); contexts up to 32k, serve batches from 1 to 512, often a prompt to
   prefill, often a quality tolerance. One job, but its settings depend on everything about it: no fixed
-  setting per kind does well (``benchmarks/templates.py``).
+  setting per kind does well (``benchmarks/reward/templates.py``).
 - ``medium``: 2-3 jobs of mixed kinds on 4-8 GPUs; 7-8B models, a fifth 70B (serve, lora); batch and context
   large enough that KV cache and activations, not just weights, decide what fits.
 - ``hard``: 4-5 jobs on 8 GPUs; half the clusters are small or format-limited GPUs (no FP8 on A100/A10G, no
@@ -24,7 +24,7 @@ Throughput floors (``min_tokens_per_s``: a serving SLO, a training deadline) on 
 3/4, medium 0.6, hard 1/4, multiagent 0.4), at 0.5, 0.7 or 0.9 of the job's best speed on its even share of
 the cluster. A missed floor (too slow, crashed or idle) costs the job's priority, so "every GPU to the top
 job" and "a fixed safe setting" both lose, while a split and settings read from this scenario meet them all
-(``benchmarks/templates.py``).
+(``benchmarks/reward/templates.py``).
 
 Every tier draws serve jobs' ``prompt_len`` as a fraction of ``seq_len`` (decode-only, a short prompt,
 prefill-heavy, nearly all prefill): decode is memory-bound and prefill compute-bound, so the best weight
@@ -379,7 +379,7 @@ def _checked_seed(seed: int) -> int:
 def draw_scenario(tier: TierSpec, task: str, seed: int, split: str = "train") -> Scenario:
     """Scenario number ``seed`` drawn from ``tier``, its random stream named by ``task``: a tier changed only
     in its floors gives the same clusters and jobs as ``TIERS[task]``, which is how a what-if on a tier
-    (``benchmarks/templates.py --floor_prob``) runs before the tier is committed."""
+    (``benchmarks/reward/templates.py --floor_prob``) runs before the tier is committed."""
     split, seed = _checked_split(split), _checked_seed(seed)
     rng = random.Random(f"fleet_rl/{task}/{split}/{seed}")
     for _ in range(_SCENARIO_ATTEMPTS):

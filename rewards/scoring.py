@@ -12,8 +12,8 @@ Per-row inputs (TRL passes dataset columns as lists, one item per completion):
 
 Each distinct scenario of a call is solved once, through the one cache of solved scenarios
 (``fleet_rl/solved_scenarios.py``, keyed by the JSON text): a cold solve costs milliseconds, a hit one dict
-lookup. Cost per completion (``python benchmarks/speed.py`` reports it as the ``reward`` section): the parse
-(``rewards/parsing.py``, usually one typed msgspec decode) and one row per scenario job in the kernel's
+lookup. Cost per completion (``python -m benchmarks.kernel.speed`` reports it as the ``reward`` section): the
+parse (``rewards/parsing.py``, usually one typed msgspec decode) and one row per scenario job in the kernel's
 encoder; per call, a fixed number of numpy passes over all rows.
 """
 

@@ -36,7 +36,6 @@ def loaded_after_import(module: str) -> list[str]:
         "eval",
         "benchmarks.learning",
         "benchmarks.learning.run",  # what python -m benchmarks.learning imports when it trains
-        "fleet_rl.training.revision_rollout",  # episode_mode revise: the kernel's verdict, no server
         "fleet_rl.env.server_pool",
     ],
 )

@@ -121,12 +121,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--eval_dataset_seed", type=int, default=None, help="which held-out scenarios")
     parser.add_argument("--max_new_tokens", type=int, help="default: the preset's max_completion_length")
     parser.add_argument(
-        "--eval_max_turns",
-        type=int,
-        help="plans per held-out revision episode, the kernel's verdict between them (1: one plan; default "
-        "3 when the preset has episode_mode revise, else 1)",
-    )
-    parser.add_argument(
         "--eval_checkpoints",
         type=int,
         nargs="+",
@@ -171,8 +165,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--eval_scenarios must be positive and --seeds distinct")
     if any(step < 1 for step in args.eval_checkpoints):
         parser.error(f"--eval_checkpoints takes positive steps, got {args.eval_checkpoints}")
-    if args.eval_max_turns is not None and not 1 <= args.eval_max_turns <= 16:
-        parser.error(f"--eval_max_turns must be 1 to 16, got {args.eval_max_turns}")
     if args.eval_dataset_seed is None:
         from fleet_rl.training.heldout import EVAL_DATASET_SEED
 

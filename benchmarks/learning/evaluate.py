@@ -81,7 +81,6 @@ def evaluate(base: str, adapter: str | None, settings: dict, parsed) -> dict:
         batch_size=settings["eval_batch_size"],
         dataset_seed=settings["eval_dataset_seed"],
         num_samples=settings["eval_scenarios"],  # every answer, to score it per scenario
-        max_turns=settings.get("eval_max_turns", 1),  # results before revision episodes: one plan
     )
     del model
     gc.collect()
@@ -98,10 +97,6 @@ def evaluate(base: str, adapter: str | None, settings: dict, parsed) -> dict:
     # every answer, in the rows' order, to read later without answering again: kept with the seed (its
     # learning_seed.json, the start cache), not in the result
     answers = {"completions": completions}
-    if "first_completion" in samples[0]:  # revision episodes: the first plans' scores beside the final ones
-        answers["first_completions"] = [sample["first_completion"] for sample in samples]
-        first = per_scenario_metrics(rows, answers["first_completions"])
-        per_scenario["first_percent_of_optimum"] = first["percent_of_optimum"]
     return {
         "summary": report,
         "per_scenario": per_scenario,
@@ -125,13 +120,8 @@ def eval_rows(settings: dict) -> list[dict]:
 
 def eval_settings(args: argparse.Namespace, script_args, training_args) -> dict:
     """What the held-out evaluation depends on: the benchmark's flags over the preset's (with its flags).
-    ``eval_max_turns``: plans per held-out episode, ``--eval_max_turns``, else 3 (two verdicts) when the
-    preset trains on revision episodes (``episode_mode: revise``) and 1 otherwise."""
-    max_turns = getattr(args, "eval_max_turns", None)
-    if max_turns is None:
-        from fleet_rl.revision import HELD_OUT_MAX_TURNS
-
-        max_turns = HELD_OUT_MAX_TURNS if script_args.episode_mode == "revise" else 1
+    ``eval_max_turns`` is 1, one plan per held-out answer: results of revision episodes (retired in issue
+    #69, last at 2a054bb) answered with up to 3; kept so that today's settings match theirs key for key."""
     return {
         "eval_scenarios": args.eval_scenarios,
         "eval_tasks": args.eval_tasks or list(script_args.tasks),
@@ -139,7 +129,7 @@ def eval_settings(args: argparse.Namespace, script_args, training_args) -> dict:
         "max_new_tokens": args.max_new_tokens or training_args.max_completion_length,
         "eval_batch_size": args.eval_batch_size,
         "eval_dataset_seed": args.eval_dataset_seed,
-        "eval_max_turns": max_turns,
+        "eval_max_turns": 1,
     }
 
 

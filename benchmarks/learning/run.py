@@ -262,7 +262,6 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         )
         for name in METRICS
     }
-    first_plan = _first_plan(starts, afters, args.bootstrap_resamples)
     wall_keys = (
         "warm_start",
         "grpo",
@@ -289,8 +288,8 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "start": _aggregate(starts, _start_description(script_args, model_args)),
         "after": _aggregate(afters, f"the start + {plural(steps[0], 'GRPO step')} (LoRA)"),
         "baselines": baselines,
-        # revision episodes (eval_max_turns > 1): the first plans' scores beside the final ones, else None
-        "first_plan": first_plan,
+        # the first plans of revision episodes (retired in issue #69; results before it may hold them)
+        "first_plan": None,
         # --eval_checkpoints: the same held-out answers from earlier checkpoints of every seed, else None
         "checkpoints": aggregate_checkpoints(seeds, args.bootstrap_resamples),
         "delta_percent_points": paired["percent_of_optimum"]["mean"],
@@ -322,23 +321,6 @@ def run(args: argparse.Namespace, train_flags: list[str], command: list[str]) ->
         "cpu": _cpu(),
         "versions": _versions(),
         "git": git,
-    }
-
-
-def _first_plan(starts: list[dict], afters: list[dict], resamples: int) -> dict | None:
-    """Revision episodes: the first plans' mean % of optimum, start and after, and their paired difference
-    (does the first plan, written before any verdict, get worse?); None when the answers were single plans."""
-    key = "first_percent_of_optimum"
-    if not all(key in evaluation["per_scenario"] for evaluation in (*starts, *afters)):
-        return None
-    start = np.array([evaluation["per_scenario"][key] for evaluation in starts])
-    after = np.array([evaluation["per_scenario"][key] for evaluation in afters])
-    return {
-        "start_percent_of_optimum": float(start.mean()),
-        "after_percent_of_optimum": float(after.mean()),
-        "paired": paired_difference(start, after, resamples=resamples),
-        "start_per_scenario": start.tolist(),
-        "after_per_scenario": after.tolist(),
     }
 
 

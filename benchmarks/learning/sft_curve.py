@@ -141,7 +141,6 @@ def main(argv: list[str] | None = None) -> dict | None:
     final = warm_start(model_args.model_name_or_path, script_args, training_args, checkpoint_steps=steps)
     sft_s = time.perf_counter() - started
     args.eval_dataset_seed = EVAL_DATASET_SEED if args.eval_dataset_seed is None else args.eval_dataset_seed
-    args.eval_max_turns = None
     settings = eval_settings(args, script_args, training_args)
     rows = eval_rows(settings)
     fingerprint = today_scenario_fingerprint(settings, rows)

@@ -10,20 +10,18 @@ both generation and backward. This runs ``train_grpo.py`` (the preset plus any f
 know; no warm start, no held-out evaluation, no checkpoints, nothing reported) and times, per optimizer
 step, TRL's own phases by wrapping ``GRPOTrainer``'s methods:
 
-- ``generate``: ``_generate`` (sampling every answer; a revision episode's turns and verdicts included);
+- ``generate``: ``_generate`` (sampling every answer, and the repairs of ``explore_repair_rate``);
 - ``rewards``: ``_calculate_rewards`` (the kernel scoring the answers);
 - ``prepare_other``: the rest of ``_generate_and_score_completions`` (tokenizing, padding, advantages);
 - ``loss_forward``: ``compute_loss`` (the policy's forward pass over prompt + answer, and the loss; a
   self-imitation replay included);
 - ``backward``: the rest of ``training_step`` (``loss.backward()``);
-- ``expert_round``: an expert iteration round (``--expert_iteration_every``; it runs at its step's end);
 - ``optimizer_and_other``: the rest of the step (gradient clipping, the optimizer, the scheduler, logging).
 
-Each phase is timed once per outermost call (a trainer that calls ``_generate_and_score_completions`` again,
-``resample_flat_groups``, counts both draws). The JSON has every step's phases and, over the steps after
-the first (which also warms caches), their mean in seconds and as a share of the step, and the process's
-peak resident memory: over the run, while loading (before the first step), in each step (``rss_peak_gb``)
-and in its expert iteration round (``expert_round_rss_peak_gb``), read every 20 ms by
+Each phase is timed once per outermost call (``FleetGRPOTrainer`` overrides some and calls ``super()``).
+The JSON has every step's phases and, over the steps after the first (which also warms caches), their mean
+in seconds and as a share of the step, and the process's peak resident memory: over the run, while loading
+(before the first step) and in each step (``rss_peak_gb``), read every 20 ms by
 ``benchmarks.process_memory.PeakRss``, and what the process holds at each step's end (``rss_end_gb``: with
 ``--release_freed_memory false`` the high-water mark stays). ``--share_prompt false`` times TRL's own path,
 the prompt run with every answer (fleet_rl/training/shared_prompt.py). Measure alone on the machine:
@@ -50,7 +48,6 @@ TIMED_METHODS = {  # phase name -> GRPOTrainer method
     "generate_and_score": "_generate_and_score_completions",
     "loss_forward": "compute_loss",
     "training_step": "training_step",
-    "expert_round": "expert_round",
 }
 PHASES = (
     "generate",
@@ -58,7 +55,6 @@ PHASES = (
     "prepare_other",
     "loss_forward",
     "backward",
-    "expert_round",
     "optimizer_and_other",
 )
 
@@ -94,15 +90,13 @@ def phases(step_s: float, timed: dict[str, float]) -> dict[str, float]:
     generate, rewards = timed.get("generate", 0.0), timed.get("rewards", 0.0)
     prepare = timed.get("generate_and_score", 0.0)
     loss, training = timed.get("loss_forward", 0.0), timed.get("training_step", 0.0)
-    expert_round = timed.get("expert_round", 0.0)
     return {
         "generate": generate,
         "rewards": rewards,
         "prepare_other": max(prepare - generate - rewards, 0.0),
         "loss_forward": loss,
         "backward": max(training - prepare - loss, 0.0),
-        "expert_round": expert_round,
-        "optimizer_and_other": max(step_s - training - expert_round, 0.0),
+        "optimizer_and_other": max(step_s - training, 0.0),
     }
 
 
@@ -164,20 +158,6 @@ def main(argv: list[str] | None = None) -> dict:
     steps: list[dict] = []
     memory = PeakRss()
     loading_peak: list[float | None] = []
-    step_peaks: list[float] = []  # the current step's spans: before its round, the round, after it
-    round_peaks: list[float] = []
-
-    def measured_round(method):
-        @functools.wraps(method)
-        def round_with_memory(*args, **kwargs):
-            step_peaks.append(memory.take() or 0.0)
-            try:
-                return method(*args, **kwargs)
-            finally:
-                round_peaks.append(memory.take() or 0.0)
-                step_peaks.append(round_peaks[-1])
-
-        return round_with_memory
 
     class StepClock(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -185,21 +165,16 @@ def main(argv: list[str] | None = None) -> dict:
             peak = memory.take()
             if not steps and not loading_peak:
                 loading_peak.append(peak)
-            step_peaks.clear()
-            round_peaks.clear()
             self.started = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
-            # the trainer's expert iteration callback was added first: its round ends this step before this
             step_s = time.perf_counter() - self.started
             timed = timer.take()
-            peak = max([*step_peaks, memory.take() or 0.0])
+            peak = memory.take() or 0.0
             step = {"step": state.global_step, "step_s": step_s, "phases": phases(step_s, timed)}
             step["rss_peak_gb"] = _gb(peak)
             now_mb = rss_mb(os.getpid())  # after --release_freed_memory's callback: it runs before this one
             step["rss_end_gb"] = _gb(None if now_mb is None else now_mb / 1024)
-            if round_peaks:
-                step["expert_round_rss_peak_gb"] = _gb(max(round_peaks))
             steps.append(step)
 
     with tempfile.TemporaryDirectory(prefix="step-time-") as output_dir:
@@ -209,15 +184,14 @@ def main(argv: list[str] | None = None) -> dict:
             "--output_dir", output_dir, *train_flags, "--max_steps", str(args.steps),
         ]  # fmt: skip
         for (cls, method), original in originals.items():
-            wrapped = measured_round(original) if method == "expert_round" else original
-            setattr(cls, method, timer.wrap(names[method], wrapped))
+            setattr(cls, method, timer.wrap(names[method], original))
         try:  # the trainer prints its logs to stdout: keep stdout for the JSON alone
             with contextlib.redirect_stdout(sys.stderr), memory:
                 train_grpo.main(flags, callbacks=[StepClock()])
         finally:
             for (cls, method), original in originals.items():
                 setattr(cls, method, original)
-    # the summary averages the unrounded times: rounding a short step's six phases first skews its shares
+    # the summary averages the unrounded times: rounding a short step's five phases first skews its shares
     step_summary = summary(steps)
     for step in steps:
         step["step_s"] = round(step["step_s"], 2)

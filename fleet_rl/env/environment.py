@@ -200,7 +200,7 @@ class FleetEnvironment(Environment[FleetAction, FleetObservation, FleetState]):
         openenv awaits ``step_async`` when an environment overrides it. A step is bounded CPU work (one plan
         of at most 20,000 characters against an already solved scenario, ~1-2 ms) that holds the GIL
         throughout, so a worker thread adds only its hand-off, which cost the server more CPU than the step
-        itself (``server_cpu_ms_per_episode`` of ``benchmarks/server_load.py``, docs/server.md). ``reset``
+        itself (``server_cpu_ms_per_episode`` of ``benchmarks/server/load.py``, docs/server.md). ``reset``
         stays in the worker thread, since the first reset of a scenario draws and solves it (~10-30 ms) and
         the loop serves the other sessions meanwhile."""
         return self.step(action, timeout_s=timeout_s, **kwargs)

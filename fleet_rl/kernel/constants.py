@@ -150,9 +150,9 @@ UNSTABLE_FORMAT[:, NORM, [FP8, INT8, INT4]] = True
 #                 · max(0, 1 − QUALITY_PENALTY · quality_loss) − ENERGY_PENALTY · power_w / cluster TDP.
 # The exponent < 1 gives diminishing returns (α-fair utility with α = 0.25, Mo & Walrand 2000): at 1,
 # throughput that grows nearly linearly with GPUs makes "every GPU to the top-priority job" close to optimal
-# (that template reaches 54 % of the optimum on hard, benchmarks/templates.py). At 0.5 it forgave too much:
-# a plan at a quarter of a job's best speed still earned half its value, and fixed per-kind settings that
-# never read the scenario reached 77/63/61 % on easy/medium/hard; at 0.75, 71/57/52 %.
+# (that template reaches 54 % of the optimum on hard, benchmarks/reward/templates.py). At 0.5 it forgave too
+# much: a plan at a quarter of a job's best speed still earned half its value, and fixed per-kind settings
+# that never read the scenario reached 77/63/61 % on easy/medium/hard; at 0.75, 71/57/52 %.
 UTILITY_EXPONENT = 0.75
 # A job with a min_tokens_per_s (a serving SLO, a training deadline) that does not run at its floor (too
 # slow, crashed, or left idle) costs its priority: a missed service-level objective is a loss (SLA credits,

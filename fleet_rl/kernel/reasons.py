@@ -37,7 +37,7 @@ class ReasonCode(StrEnum):
 class Reason(msgspec.Struct, frozen=True, gc=False):
     """One reason: its code and the human text after it. Not tracked by the cyclic garbage collector (it
     holds no containers): a batch of 200,000 plans builds one per rejected plan, and that many tracked
-    objects set off collections that halved ``score_batch``'s throughput (``benchmarks/speed.py``)."""
+    objects set off collections that halved ``score_batch``'s throughput (``benchmarks/kernel/speed.py``)."""
 
     code: ReasonCode
     text: str

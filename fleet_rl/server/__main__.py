@@ -1,7 +1,7 @@
 """Run the environment server: ``python -m fleet_rl.server [--host H] [--port P] [--no-web]``.
 
 One process (the environment is CPU-light: a step costs well under a millisecond of kernel time, so one
-event loop with openenv's per-session threads serves many sessions; ``benchmarks/server_load.py``
+event loop with openenv's per-session threads serves many sessions; ``benchmarks/server/load.py``
 measures it). WebSocket frames are capped at the request-body limit (``ws_max_size``; a larger frame closes
 that connection with code 1009 and the server goes on serving). WebSocket compression (permessage-deflate)
 is off unless ``--ws-compression``: an observation is ~7 KB of JSON, and deflating it on both ends cost as

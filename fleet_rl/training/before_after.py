@@ -18,7 +18,7 @@ __all__ = ["TABLE_BASELINES", "TINY_MODEL_NOTE", "baseline_summaries", "before_a
 
 TABLE_BASELINES = ("even_bf16", "heuristic")
 # The tiny random-init model's score says nothing about learning (it depends on the machine's float rounding).
-TINY_MODEL_NOTE = "Tiny model: the pipeline runs. Learning: SmolLM2 preset + benchmarks/learning.py"
+TINY_MODEL_NOTE = "Tiny model: the pipeline runs. Learning: python -m benchmarks.learning (SmolLM2)"
 _COLUMNS = (("% optimum", "mean_percent_of_optimum", "{:9.1f}"), ("valid", "valid_plan_rate", "{:5.2f}"))
 _COLUMNS += (("feasible", "feasible_rate", "{:8.2f}"), ("IRD", "ird_rate", "{:5.2f}"))
 

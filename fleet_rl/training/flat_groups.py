@@ -8,7 +8,7 @@ once ``steps`` training steps in a row had every group flat (the value 1.0), pri
     no signal: every answer scored alike for 3 steps (every group's rewards equal; GRPO's advantage is zero)
 
 A log with some group that is not flat ends the streak; a log without the key (no generation since the last
-log, or an evaluation log) neither extends nor ends it. ``benchmarks/reward_signal.py`` measures the same
+log, or an evaluation log) neither extends nor ends it. ``benchmarks/reward/signal.py`` measures the same
 thing offline, on weak planners' answers or on a run's completions tables.
 """
 
@@ -22,7 +22,7 @@ FLAT_KEY = "frac_reward_zero_std"  # trl/trainer/grpo_trainer.py: is_std_zero.fl
 NO_SIGNAL_HINT = (
     "hint: a group teaches GRPO only when its answers score differently; try a warm start (sft_steps, "
     "sft_target random_feasible), a higher temperature or more num_generations. With log_completions: true, "
-    "`python benchmarks/reward_signal.py --completions <output_dir>` shows the groups."
+    "`python -m benchmarks.reward.signal --completions <output_dir>` shows the groups."
 )
 
 

@@ -15,8 +15,8 @@ The warm start fine-tunes the full-precision base model and saves it, with its t
 start leaves ``warm_start.json`` (steps, target, examples, loss, wall time), so a resumed run with the same
 steps and target reuses it instead of training it again.
 
-``checkpoint_steps`` (the SFT curve, ``benchmarks/sft_curve.py``) also saves the model at those steps to
-``<output_dir>/warm-start-checkpoints/step-<N>``, each a directory GRPO can start from, with its tokenizer
+``checkpoint_steps`` (the SFT curve, ``benchmarks/learning/sft_curve.py``) also saves the model at those steps
+to ``<output_dir>/warm-start-checkpoints/step-<N>``, each a directory GRPO can start from, with its tokenizer
 and a ``warm_start.json`` naming its steps and target (so the learning benchmark's ``fair_start`` reads
 what it imitated). They are points along one run: its cosine schedule spans all ``sft_steps``.
 """

@@ -42,5 +42,5 @@ def test_the_tiny_models_table_ends_with_what_to_read_from_it():
     lines = before_after_table(rows, num_scenarios=2, tasks=["easy"], note=TINY_MODEL_NOTE).splitlines()
     assert lines[-1] == TINY_MODEL_NOTE and len(lines) == 2 + len(rows) + 1
     assert "pipeline runs" in TINY_MODEL_NOTE and "SmolLM2" in TINY_MODEL_NOTE
-    assert "benchmarks/learning.py" in TINY_MODEL_NOTE and len(TINY_MODEL_NOTE) <= 80
+    assert "python -m benchmarks.learning" in TINY_MODEL_NOTE and len(TINY_MODEL_NOTE) <= 80
     assert before_after_table(rows, num_scenarios=2, tasks=["easy"]).splitlines()[-1].startswith("after GRPO")

@@ -1,5 +1,5 @@
 """A bad --config (missing, unreadable, not YAML, not a mapping) ends train_grpo.py, eval.py and
-benchmarks/learning.py with one line naming the file and the problem, and exit code 2."""
+``python -m benchmarks.learning`` with one line naming the file and the problem, and exit code 2."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ import pytest
 from fleet_rl.training.config_file import config_path, config_problem
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = ("train_grpo.py", "eval.py", "benchmarks/learning.py")
+SCRIPTS = {  # the command after python -> what its error lines start with
+    "train_grpo.py": "train_grpo.py",
+    "eval.py": "eval.py",
+    "-m benchmarks.learning": "python -m benchmarks.learning",
+}
 
 
 def _bad_configs(directory: Path) -> dict[str, tuple[Path, str]]:
@@ -35,10 +39,11 @@ def _bad_configs(directory: Path) -> dict[str, tuple[Path, str]]:
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_a_bad_config_gives_one_line_and_exit_code_2(script, tmp_path):
+    program = SCRIPTS[script]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled"}
     for case, (path, words) in _bad_configs(tmp_path).items():
         done = subprocess.run(
-            [sys.executable, script, "--config", str(path)],
+            [sys.executable, *script.split(), "--config", str(path)],
             cwd=REPO,
             env=env,
             capture_output=True,
@@ -49,7 +54,7 @@ def test_a_bad_config_gives_one_line_and_exit_code_2(script, tmp_path):
         assert done.returncode == 2, (case, done.stderr[-2000:])
         assert len(lines) == 1 and done.stdout == "", (case, done.stderr[-2000:])
         assert f"--config {path}: " in lines[0] and words in lines[0], (case, lines[0])
-        assert lines[0].startswith(f"{Path(script).name}: error:"), (case, lines[0])
+        assert lines[0].startswith(f"{program}: error:"), (case, lines[0])
 
 
 def test_the_config_path_is_found_in_either_flag_form():

@@ -294,24 +294,12 @@ def test_render_gives_each_seeds_placed_job_share_start_to_after_and_the_baselin
     assert "Share of each scenario" not in render(_result())  # no per-seed summaries at all
 
 
-def test_revision_results_keep_and_render_the_first_plans_beside_the_final_ones():
-    from benchmarks.learning.run import _first_plan
-
-    def evaluation(first: list[float]) -> dict:
-        return {"per_scenario": {"first_percent_of_optimum": first}}
-
-    starts = [evaluation([10.0, 20.0, 30.0])] * 2  # one start shared by both seeds
-    afters = [evaluation([20.0, 20.0, 30.0]), evaluation([10.0, 30.0, 60.0])]
-    first = _first_plan(starts, afters, resamples=200)
-    assert first["start_percent_of_optimum"] == pytest.approx(20.0)
-    assert first["after_percent_of_optimum"] == pytest.approx(170.0 / 6)
-    assert first["paired"]["per_seed"] == pytest.approx([10.0 / 3, 40.0 / 3])
-    assert _first_plan([{"per_scenario": {}}], afters[:1], resamples=10) is None  # single plans
-    result = _result() | {"first_plan": first}
-    result["eval"] = result["eval"] | {"eval_max_turns": 4}
-    line = next(line for line in render(result).splitlines() if line.startswith("Each answer is a revision"))
-    assert "up to 4 plans" in line and "start 20.0 → after 28.3, after − start +8.3 [" in line
-    assert line.endswith("(seed 0 +3.3, seed 1 +13.3).")
+def test_a_revision_result_of_the_history_still_renders_its_first_plans():
+    """Revision episodes are retired (issue #69); their results, in history, keep their first-plan line."""
+    path = REPO / "benchmarks/results/history/learning_smollm2_cpu_facts_revise.json"
+    history = json.loads(path.read_text())
+    line = next(line for line in render(history).splitlines() if line.startswith("Each answer is a revision"))
+    assert "up to 3 plans" in line and "after − start" in line
     assert "revision episode" not in render(_result())
 
 
