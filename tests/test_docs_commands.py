@@ -18,6 +18,8 @@ A trailing comment marks what cannot or must not be checked, visibly in the docs
 
 - ``# needs a GPU`` and ``# placeholder``: the command is skipped, with that reason (``pytest -rs`` lists
   them);
+- ``# ran at <commit>`` (7 to 40 hex digits): a command of the experiment log as it ran at that commit
+  (``git checkout <commit>`` runs it); skipped, since its options may since have been retired;
 - ``# flags passed on to SCRIPT``: flags the command's script does not know are checked against SCRIPT's
   parser instead (``python -m benchmarks.learning`` hands them to ``train_grpo.py``); without that mark such
   a flag fails.
@@ -47,6 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SHELL_FENCES = {"bash", "sh", "console", "shell"}
 SKIP_MARKS = {"needs a GPU": "needs a GPU", "placeholder": "holds a placeholder"}
+RAN_AT = re.compile(r"\bran at ([0-9a-f]{7,40})\b")
+RAN_AT_REASON = "a command of an earlier commit; its options may be retired"
 OUR_PACKAGES = ("fleet_rl", "rewards", "benchmarks")
 PASS_ON = re.compile(r"flags passed on to (\S+\.py)")
 REPO_DIRS = (
@@ -242,6 +246,9 @@ def skip_reason(command: Command) -> str | None:
     for mark, reason in SKIP_MARKS.items():
         if mark in command.comment:
             return reason
+    match = RAN_AT.search(command.comment)
+    if match:
+        return f"{RAN_AT_REASON} (ran at {match.group(1)})"
     return None
 
 
@@ -344,6 +351,22 @@ def test_the_marks_are_what_the_docs_promise():
         c.id for c in ALL_COMMANDS if "<" in c.text and ">" in c.text and target(c) and not skip_reason(c)
     ]
     assert not unmarked, f"commands with a <placeholder> but no '# placeholder' mark: {unmarked}"
+    # a 'ran at' mark names a commit, in hex, and one this repository has where its whole history is here
+    loose = [c.id for c in ALL_COMMANDS if "ran at" in c.comment and not RAN_AT.search(c.comment)]
+    assert not loose, f"'ran at' marks without a commit (7 to 40 hex digits): {loose}"
+    commits = {RAN_AT.search(c.comment).group(1) for c in ALL_COMMANDS if RAN_AT.search(c.comment)}
+    shallow = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=REPO, capture_output=True, text=True
+    )
+    if commits and shallow.returncode == 0 and shallow.stdout.strip() == "false":
+        unknown = [
+            commit
+            for commit in sorted(commits)
+            if subprocess.run(
+                ["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=REPO, capture_output=True
+            ).returncode
+        ]
+        assert not unknown, f"'ran at' marks name commits this repository lacks: {unknown}"
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--dump-parsers"]:
