@@ -32,29 +32,34 @@ def config_path(argv: list[str]) -> str | None:
 
 def config_problem(path: str) -> str | None:
     """What is wrong with the config file at ``path``, in a few words, or None if it is a YAML mapping."""
+    return _read_config(path)[1]
+
+
+def _read_config(path: str) -> tuple[dict | None, str | None]:
+    """The config file's mapping and None, or None and what is wrong with the file (``config_problem``)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        return "no such file"
+        return None, "no such file"
     except IsADirectoryError:
-        return "is a directory, not a file"
+        return None, "is a directory, not a file"
     except PermissionError:
-        return "cannot be read (permission denied)"
+        return None, "cannot be read (permission denied)"
     except UnicodeDecodeError:
-        return "cannot be read as UTF-8 text"
+        return None, "cannot be read as UTF-8 text"
     except OSError as error:
-        return f"cannot be read ({error.strerror or error})"
+        return None, f"cannot be read ({error.strerror or error})"
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        return f"not valid YAML{where}: {problem}"
+        return None, f"not valid YAML{where}: {problem}"
     if not isinstance(config, dict):
         found = "nothing" if config is None else f"a {type(config).__name__}"
-        return f"holds {found}, not a mapping of option names to values"
-    return None
+        return None, f"holds {found}, not a mapping of option names to values"
+    return config, None
 
 
 def exit_on_a_bad_config(argv: list[str], program: str | None = None) -> None:
@@ -62,13 +67,10 @@ def exit_on_a_bad_config(argv: list[str], program: str | None = None) -> None:
     to stderr and exit with code 2; the same for a retired option in the file or the flags; else return."""
     program = program or Path(sys.argv[0]).name
     path = config_path(argv)
-    config = None
-    if path is not None:
-        problem = config_problem(path)
-        if problem is not None:
-            print(f"{program}: error: --config {path}: {problem}", file=sys.stderr)
-            raise SystemExit(2)
-        config = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    config, problem = (None, None) if path is None else _read_config(path)
+    if problem is not None:
+        print(f"{program}: error: --config {path}: {problem}", file=sys.stderr)
+        raise SystemExit(2)
     retired = retired_option_problem(config, argv)
     if retired is not None:
         print(f"{program}: error: {retired}", file=sys.stderr)

@@ -25,6 +25,7 @@ import random
 from pathlib import Path
 
 import torch
+from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from fleet_rl.training.job_credit import job_credit_advantages
@@ -207,11 +208,7 @@ class FleetGRPOTrainer(GRPOTrainer):
 
     def _gather(self, rows: list) -> list:
         """Every process's rows, in process order (GRPO's groups may span processes)."""
-        if self.accelerator.num_processes == 1:
-            return rows
-        from accelerate.utils import gather_object
-
-        return gather_object(rows)
+        return rows if self.accelerator.num_processes == 1 else gather_object(rows)
 
     # --- 4. self-imitation's replay ------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
