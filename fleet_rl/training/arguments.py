@@ -29,7 +29,14 @@ LOCAL_MODELS: dict[str, str] = {
     "smollm2": "outputs/models/smollm2-135m-instruct",
 }
 # Plans the SFT warm start imitates (fleet_rl.training.dataset.SFT_TARGET_PLANNERS).
-SFT_TARGETS: tuple[str, ...] = ("optimal", "even_split", "random", "random_split", "random_feasible")
+SFT_TARGETS: tuple[str, ...] = (
+    "optimal",
+    "heuristic",
+    "even_split",
+    "random",
+    "random_split",
+    "random_feasible",
+)
 
 
 @dataclass

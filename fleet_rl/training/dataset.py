@@ -26,10 +26,15 @@ planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
 - ``random_split``: every job placed on a random share of all the GPUs with random settings;
 - ``random_feasible``: a ``random_split`` draw under which every placed job runs (redrawn up to 256 times):
   the format, the job ids and what runs, not what runs well (what GRPO finds alone is measured from it);
+- ``heuristic``: the ``heuristic`` baseline, the plan an engineer writes from the prompt's facts (formats by
+  job kind and the GPU's formats, the smallest tensor parallelism that fits, the GPUs split by priority):
+  distilling a rule a small model can read off the ``sized`` prompt, where the optimum's formats change from
+  scenario to scenario (issue #68);
 - ``optimal``: the exact optimum: distilling the solver (the SmolLM2 preset). GRPO's claim from it is its
   gain over that start; the learning benchmark's ``fair_start`` says what a start imitated.
 
-For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle.
+For multi-agent rows every target is the agent's own part of the planner's whole plan, as for the oracle
+(``heuristic`` plans that part around the other jobs' given parts, as the prompt shows them).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from collections.abc import Callable, Sequence
 
 from datasets import Dataset
 
-from fleet_rl.baselines import even_bf16, optimal, random_feasible, random_plan, random_split
+from fleet_rl.baselines import even_bf16, heuristic, optimal, random_feasible, random_plan, random_split
 from fleet_rl.multiagent import agent_request, own_part
 from fleet_rl.prompts import build_messages, format_answer
 from fleet_rl.scenario import Scenario
@@ -66,6 +71,7 @@ SFT_TARGET_PLANNERS = {
     "random": random_plan,
     "random_split": random_split,
     "random_feasible": random_feasible,
+    "heuristic": heuristic,
     "optimal": optimal,
 }
 
