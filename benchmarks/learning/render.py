@@ -25,8 +25,8 @@ def _first_last(values: list, window: int = 10) -> tuple[float, float] | None:
 
 
 # Warm-start targets that hand the model what it is measured against, so a run from them is no learning claim:
-# the exact optimum, or a baseline's plans (even_bf16's template, the heuristic's rules) that the trained policy
-# is measured against.
+# the exact optimum, or a baseline's plans (even_bf16's template, the heuristic's rules) that the trained
+# policy is measured against.
 UNFAIR_START_TARGETS = {
     "optimal": "the exact optimum",
     "even_split": "the even_bf16 baseline's plans, which the trained policy is measured against",
