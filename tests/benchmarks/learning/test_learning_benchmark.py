@@ -214,6 +214,9 @@ def test_render_gives_the_table_with_the_paired_interval():
     unfair_even = render({**_result(fair_start=False), "start_target": "even_split"})
     assert "the even_bf16 baseline's plans" in unfair_even and "`sft_target: even_split`" in unfair_even
     assert "Not a learning claim" in unfair_even
+    heuristic = render({**_result(fair_start=False), "start_target": "heuristic"})
+    assert "**Distilled start:** the start imitated the heuristic baseline's plans" in heuristic
+    assert "`sft_target: heuristic`" in heuristic and "Not a learning claim" not in heuristic
     assert "by what training never showed" not in text  # results from before the split
     split = _result()
     for side, (gpu, both) in (("start", (10.0, 5.0)), ("after", (30.0, 7.5))):
@@ -358,6 +361,7 @@ def _reuse_args(tmp_path: Path) -> tuple:
         ("random_split", True),
         ("random", True),
         ("even_split", False),
+        ("heuristic", False),
         ("optimal", False),
     ],
 )
