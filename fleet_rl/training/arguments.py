@@ -167,8 +167,8 @@ class FleetScriptArguments:
         default="optimal",
         metadata={
             "help": f"Plans the warm start imitates, one of {', '.join(SFT_TARGETS)} (optimal: the exact "
-            "optimum, distil then reinforce; a claim about what GRPO finds alone starts from random, "
-            "random_split, random_feasible or no warm start)."
+            "optimum, heuristic: the heuristic baseline, distil then reinforce; a claim about what GRPO "
+            "finds alone starts from random, random_split, random_feasible or no warm start)."
         },
     )
 

@@ -6,9 +6,10 @@ group advantages would be all zero: nothing to learn from. A short supervised pa
 improve the plans themselves. ``sft_target`` picks the answers: ``random`` (random schema-valid plans),
 ``random_split`` (every job placed at random) or ``random_feasible`` (a random placement under which every
 job runs) teach the format while leaving GRPO something to find; ``even_split`` (the even-split bf16
-baseline) hands it the template of the baseline a trained policy must beat; ``optimal`` (the exact optimum)
-distils the solver (the SmolLM2 preset), and the claim for GRPO is then its gain over that start. The
-instruction-tuned 8B recipes skip the warm start (``sft_steps: 0``).
+baseline) hands it the template of the baseline a trained policy must beat; ``heuristic`` (the heuristic
+baseline's rules) and ``optimal`` (the exact optimum, the SmolLM2 preset) distil a planner, and the claim
+for GRPO is then its gain over that start. The instruction-tuned 8B recipes skip the warm start
+(``sft_steps: 0``).
 
 The warm start fine-tunes the full-precision base model and saves it, with its tokenizer, to
 ``<output_dir>/warm-start``; GRPO then loads that directory (4-bit + LoRA as configured). A finished warm

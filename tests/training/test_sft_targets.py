@@ -88,7 +88,8 @@ def test_heuristic_target_is_the_heuristic_baseline_and_places_every_job_it_can(
     for row in rows:
         scenario = Scenario.from_json(row["scenario"])
         assert sft_target_plan(row, "heuristic") == heuristic(scenario, row["seed"])
-    scores = _scores(sft_dataset(["easy", "medium"], 24, target="heuristic", dataset_seed=4, split="eval"), rows)
+    answers = sft_dataset(["easy", "medium"], 24, target="heuristic", dataset_seed=4, split="eval")
+    scores = _scores(answers, rows)
     assert scores.valid.all()  # every answer a whole plan the kernel accepts ...
     assert 0.5 < scores.score.mean() < 0.99  # ... well above the random targets, below the optimum
 
