@@ -144,7 +144,9 @@ them); serve: + KV cache of its share of batch_size. Over the GPU's memory: oom,
 _FITS_TEXT = """\
 "Fits" lists, per format (attention and mlp in it, the other groups 16-bit, the KV cache 8-bit below 16),
 the smallest tensor_parallel at which one replica (gpus = tensor_parallel; train/lora at micro_batch_size 1
-with activation_checkpointing) fits in memory. A smaller tensor_parallel at that format crashes (oom)."""
+with activation_checkpointing) fits in memory. A smaller tensor_parallel at that format crashes (oom). For
+train/lora it then says the largest micro_batch_size that fits at that tensor_parallel without
+activation_checkpointing, or that it fits only with activation_checkpointing."""
 
 
 def _example_text() -> str:
@@ -203,14 +205,23 @@ def _job_line(job) -> str:
     )
 
 
-def _fits_line(fits: list[ReplicaFit]) -> str:
-    """A job's fits as the ``sized`` style words them: "Fits: bf16 tp 4; fp8 tp 2; int4 tp 1"."""
+def _fits_line(fits: list[ReplicaFit], training: bool) -> str:
+    """A job's fits as the ``sized`` style words them: "Fits: bf16 tp 4; fp8 tp 2; int4 tp 1" for a serve
+    job; a train/lora job's also say how it batches there: "bf16 tp 2, micro_batch_size 4 without
+    checkpointing; fp8 tp 1, only with activation_checkpointing"."""
     words = {"oom": "none (oom)", "quality": "none (over max_quality_loss)"}
-    parts = [
-        f"{fit.fmt} tp {fit.tensor_parallel}" if fit.tensor_parallel else f"{fit.fmt} {words[fit.reason]}"
-        for fit in fits
-    ]
-    return "  Fits: " + "; ".join(parts) + "."
+    return "  Fits: " + "; ".join(_fit_words(fit, words, training) for fit in fits) + "."
+
+
+def _fit_words(fit: ReplicaFit, words: dict[str, str], training: bool) -> str:
+    if not fit.tensor_parallel:
+        return f"{fit.fmt} {words[fit.reason]}"
+    if not training:
+        return f"{fit.fmt} tp {fit.tensor_parallel}"
+    if fit.micro_batch_size is None:
+        return f"{fit.fmt} tp {fit.tensor_parallel}, only with activation_checkpointing"
+    batching = f"micro_batch_size {fit.micro_batch_size} without checkpointing"
+    return f"{fit.fmt} tp {fit.tensor_parallel}, {batching}"
 
 
 def _whole_plan_request(scenario: Scenario) -> str:
@@ -242,7 +253,7 @@ def user_prompt(
         fits = replica_fits(scenario)
         lines = [_gpu_line(scenario), "Jobs:"]
         for job in scenario.jobs:
-            lines += [_job_line(job), _fits_line(fits[job.id])]
+            lines += [_job_line(job), _fits_line(fits[job.id], training=job.kind != "serve")]
     else:
         lines = [_gpu_line(scenario), "Jobs:", *(_job_line(job) for job in scenario.jobs)]
     if agent is None:

@@ -16,7 +16,11 @@ A format here is a profile a plan can write directly:
   bits, an 8-bit KV cache (fp8 where the GPU has it, else int8).
 
 Training jobs (train, lora) are sized at micro-batch 1 with activation checkpointing, serve jobs with one
-replica holding the whole batch's KV cache; more replicas never need more memory per GPU.
+replica holding the whole batch's KV cache; more replicas never need more memory per GPU. At that tensor
+parallelism a training job's verdict also names the largest micro-batch (up to its batch_size, beyond
+which the kernel's micro-batch stops growing) at which the replica fits without activation checkpointing,
+or ``None`` where it fits only with it (issue #68: policies imitating plans that drop checkpointing wrote
+``"activation_checkpointing": false`` at micro-batch 1 where the prompt said nothing of it, and crashed).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 
 from fleet_rl.catalog import MODULE_GROUPS, GPUSpec
 from fleet_rl.kernel import SolvedScenario, evaluate
-from fleet_rl.plan_schema import TENSOR_PARALLEL_SIZES
+from fleet_rl.plan_schema import MICRO_BATCH_SIZES, TENSOR_PARALLEL_SIZES
 from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 
@@ -38,11 +42,14 @@ _LOW_GROUPS = ("attention", "mlp")  # the groups a smaller format applies to; th
 class ReplicaFit:
     """One format's verdict for one job: ``tensor_parallel`` is the smallest that holds one replica, or
     ``None`` with ``reason`` ``"oom"`` (no tensor parallelism on this cluster holds it) or ``"quality"``
-    (the format's quality loss is over the job's ``max_quality_loss`` at every size that holds it)."""
+    (the format's quality loss is over the job's ``max_quality_loss`` at every size that holds it).
+    ``micro_batch_size`` (train and lora jobs with a ``tensor_parallel``): the largest micro-batch at which
+    that replica fits without activation checkpointing, ``None`` where it fits only with it."""
 
     fmt: str
     tensor_parallel: int | None
     reason: str = ""
+    micro_batch_size: int | None = None
 
 
 def tensor_parallel_sizes(job: Job, gpu_count: int) -> list[int]:
@@ -82,14 +89,31 @@ def fit_part(job: Job, fit: ReplicaFit, gpu: GPUSpec) -> dict:
     return _part(job, fit.fmt, fit.tensor_parallel, half, gpu.supports("fp8"))
 
 
+def _largest_micro_batch(solved: SolvedScenario, part: dict) -> int | None:
+    """The largest micro-batch at which a training ``part`` (sized with checkpointing) fits without it, up
+    to its job's batch_size; ``None`` for a serve part or where none does. Memory grows with the
+    micro-batch, so the search stops at the first that does not fit."""
+    if "micro_batch_size" not in part:
+        return None
+    batch = solved.scenario.jobs[solved.job_index[part["id"]]].batch_size
+    largest = None
+    for micro_batch in (size for size in MICRO_BATCH_SIZES if size == 1 or size <= batch):
+        candidate = part | {"micro_batch_size": micro_batch, "activation_checkpointing": False}
+        if part_status(solved, candidate) not in ("ok", "too_slow"):
+            break
+        largest = micro_batch
+    return largest
+
+
 def _fit(solved: SolvedScenario, job: Job, fmt: str, half: str, fp8: bool) -> ReplicaFit:
     reason = "oom"
     for tensor_parallel in tensor_parallel_sizes(job, solved.gpu_count):
-        status = part_status(solved, _part(job, fmt, tensor_parallel, half, fp8))
+        part = _part(job, fmt, tensor_parallel, half, fp8)
+        status = part_status(solved, part)
         # "fits" is about memory, not the job's floor: more replicas raise a training job's throughput, but
         # a serving job's fixed batch is split over its replicas, so more of them need not meet its floor
         if status in ("ok", "too_slow"):
-            return ReplicaFit(fmt, tensor_parallel)
+            return ReplicaFit(fmt, tensor_parallel, micro_batch_size=_largest_micro_batch(solved, part))
         if status == "unstable":
             reason = "quality"
     return ReplicaFit(fmt, None, reason)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet_rl import TASKS, make_scenario
+from fleet_rl.baselines import heuristic
 from fleet_rl.catalog import PRECISIONS
 from fleet_rl.kernel import evaluate, solve
 from fleet_rl.multiagent import agent_request
@@ -21,6 +22,9 @@ from fleet_rl.prompts import (
     system_prompt,
     user_prompt,
 )
+from fleet_rl.replica_fit import replica_fits
+from fleet_rl.scenario import Scenario
+from fleet_rl.training.dataset import scenario_rows
 
 
 def test_messages_are_system_then_user_and_name_every_job_and_the_cluster():
@@ -218,3 +222,40 @@ def test_the_sized_style_is_facts_plus_each_jobs_fits_line_and_what_it_means():
         assert sized_lines[i - 1].startswith(f"- {job.id}: ")
     # this scenario's support-bot (serve llama-3.1-8b, 256 x 8k tokens on 85.5 GB GPUs) needs tp 4 at bf16
     assert "  Fits: bf16 tp 4; fp8 tp 2; int4 tp 2." in fits_lines
+    # its tune (lora llama-3.1-8b, 1k tokens) fits one GPU at every format, 8 sequences a micro-batch
+    words = "micro_batch_size 8 without checkpointing"
+    assert f"  Fits: bf16 tp 1, {words}; fp8 tp 1, {words}; int4 tp 1, {words}." in fits_lines
+
+
+def test_a_training_job_that_fits_only_with_checkpointing_is_told_so():
+    scenario = Scenario.from_dict(
+        {"cluster": {"gpu": "a100-40gb", "count": 4},
+         "jobs": [{"id": "t", "model": "llama-3.1-8b", "kind": "train", "priority": 1, "seq_len": 8192,
+                   "batch_size": 8}]}
+    )  # fmt: skip
+    (fits_line,) = [line for line in user_prompt(scenario, style="sized").splitlines() if "Fits:" in line]
+    assert "only with activation_checkpointing" in fits_line, fits_line
+
+
+def test_the_heuristics_training_batching_can_be_read_off_the_fits_line():
+    """Issue #68: an imitator of the heuristic wrote activation_checkpointing false at micro-batch 1 where the
+    prompt said only that micro-batch 1 with checkpointing fits, and crashed (19 of its 31 out-of-memory
+    jobs on the 96 held-out scenarios). Now the Fits line of the heuristic's format names the tensor
+    parallelism, micro-batch and checkpointing it writes: min(4, the micro-batch stated) without
+    checkpointing, or micro-batch 1 with it."""
+    read, jobs = 0, 0
+    for row in scenario_rows(["easy", "medium"], 80, dataset_seed=0, prompt_style="compact"):
+        scenario = Scenario.from_json(row["scenario"])
+        fits = replica_fits(scenario)
+        for part in heuristic(scenario)["jobs"]:
+            kind = next(job.kind for job in scenario.jobs if job.id == part["id"])
+            if kind == "serve" or part["gpus"] == 0:
+                continue
+            fit = next(fit for fit in fits[part["id"]] if fit.fmt == part["precision"]["mlp"])
+            stated = (min(4, fit.micro_batch_size), False) if fit.micro_batch_size else (1, True)
+            jobs += 1
+            read += (part["tensor_parallel"], part["micro_batch_size"], part["activation_checkpointing"]) == (
+                fit.tensor_parallel,
+                *stated,
+            )
+    assert jobs > 40 and read / jobs > 0.9  # a floor may send the heuristic to more tensor parallelism

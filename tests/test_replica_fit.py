@@ -89,3 +89,35 @@ def test_every_drawn_scenario_gets_a_verdict_per_job(task, seed, split):
     for job in scenario.jobs:
         assert fits[job.id]
         assert all(fit.tensor_parallel or fit.reason in ("oom", "quality") for fit in fits[job.id])
+
+
+def _fits_without_checkpointing(scenario, job, fit, micro_batch):
+    half = "bf16" if scenario.gpu.supports("bf16") else "fp16"
+    part = _part(job, fit.fmt, fit.tensor_parallel, half, scenario.gpu.supports("fp8"))
+    part |= {"micro_batch_size": micro_batch, "activation_checkpointing": False}
+    status = evaluate(scenario, {"jobs": [part]}).jobs[scenario.job_ids.index(job.id)].status
+    return status in ("ok", "too_slow")
+
+
+@pytest.mark.parametrize("task", ["easy", "medium", "hard"])
+def test_a_training_fit_names_the_largest_micro_batch_that_fits_without_checkpointing(task):
+    """Issue #68: the prompt says whether a training replica needs checkpointing at its stated size."""
+    seen = set()
+    for seed in range(8):
+        scenario = make_scenario(task, seed, "eval")
+        for job in scenario.jobs:
+            for fit in replica_fits(scenario)[job.id]:
+                if job.kind == "serve" or fit.tensor_parallel is None:
+                    assert fit.micro_batch_size is None
+                    continue
+                if fit.micro_batch_size is None:  # only with checkpointing: micro-batch 1 without it crashes
+                    assert not _fits_without_checkpointing(scenario, job, fit, 1)
+                    seen.add("checkpointing")
+                    continue
+                assert _fits_without_checkpointing(scenario, job, fit, fit.micro_batch_size)
+                sizes = (2, 4, 8, 16, 32, 64)
+                larger = [size for size in sizes if fit.micro_batch_size < size <= job.batch_size]
+                if larger:  # the next size up crashes, unless the job's batch is already whole
+                    assert not _fits_without_checkpointing(scenario, job, fit, larger[0])
+                seen.add("without")
+    assert seen == {"checkpointing", "without"} or task == "easy"
