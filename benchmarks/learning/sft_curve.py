@@ -3,6 +3,7 @@
     python -m benchmarks.learning.sft_curve --config configs/smollm2_cpu.yaml --sft_target optimal \\
         --steps 40 80 120 --work_dir runs/sft_curve/optimal --output benchmarks/results/sft_curve_optimal.json
     python -m benchmarks.learning.sft_curve --render benchmarks/results/sft_curve_optimal.json   # its table
+    python -m benchmarks.learning.sft_curve --compare A.json B.json   # B - A per common step, paired (JSON)
 
 One SFT warm start (``fleet_rl.training.warm_start``: the preset's learning rate, batch and cosine schedule
 over ``max(--steps)`` steps, on ``max(--steps) × sft_batch_size`` examples, each seen once) saves the model
@@ -58,9 +59,15 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--output", help="the JSON result")
     parser.add_argument("--reuse", action="store_true", help="keep a finished warm start like it")
     parser.add_argument("--render", metavar="RESULT_JSON", help="print a result's table; no run")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A_JSON", "B_JSON"),
+        help="B's % of optimum minus A's per common step, paired on the same scenarios (JSON); no run",
+    )
     args, train_flags = parser.parse_known_args(argv)
-    if not args.render and not (args.config and args.output):
-        parser.error("give --config and --output (or --render RESULT_JSON)")
+    if not (args.render or args.compare) and not (args.config and args.output):
+        parser.error("give --config and --output (or --render RESULT_JSON, or --compare A_JSON B_JSON)")
     if args.steps and min(args.steps) < 1:
         parser.error("--steps must be positive")
     return args, train_flags
@@ -99,6 +106,16 @@ def main(argv: list[str] | None = None) -> dict | None:
     if args.render:
         print(render(json.loads(Path(args.render).read_text())))
         return None
+    if args.compare:
+        from benchmarks.learning.sft_curve_compare import compare_curves
+
+        baseline, candidate = (json.loads(Path(path).read_text()) for path in args.compare)
+        try:
+            comparison = compare_curves(baseline, candidate)
+        except ValueError as error:
+            sys.exit(f"sft_curve.py: error: {error}")
+        print(json.dumps(comparison, indent=1))
+        return comparison
     import train_grpo
     from benchmarks.learning.evaluate import (
         baseline_summaries,

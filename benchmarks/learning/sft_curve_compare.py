@@ -1,0 +1,93 @@
+"""Two SFT curves side by side: does curve B's checkpoint score above curve A's at the same step, paired on
+the same held-out scenarios? (``python -m benchmarks.learning.sft_curve --compare A_JSON B_JSON``)
+
+Made for a change of prompt (issue #68): both curves distil the same target with the same schedule, and only
+the prompt differs, so their scenario fingerprints differ (the fingerprint hashes the prompts) while the
+scenarios and their scoring are the same. The comparison is refused unless both curves answered the same
+held-out scenarios (the same evaluation settings: tiers, count, generator seed, split, token budget) scored
+the same way (every baseline's mean % of optimum equal: the optima, the physics and the reward did not
+move). Per step both curves have: B's % of optimum minus A's per scenario, its mean and the percentile
+bootstrap over scenarios of ``statistics.paired_difference``. ``same_prompts`` says whether the fingerprints
+agree (then nothing but the model differs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from benchmarks.learning.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_difference
+
+__all__ = ["compare_curves"]
+
+
+def _same_scoring(baseline: dict, candidate: dict) -> bool:
+    """Every baseline's mean % of optimum agrees: the same optima, physics and reward."""
+    names = baseline["baselines"].keys()
+    if names != candidate["baselines"].keys():
+        return False
+    return all(
+        math.isclose(
+            baseline["baselines"][name]["mean_percent_of_optimum"],
+            candidate["baselines"][name]["mean_percent_of_optimum"],
+            rel_tol=1e-9,
+            abs_tol=1e-9,
+        )
+        for name in names
+    )
+
+
+def compare_curves(
+    baseline: dict, candidate: dict, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> dict:
+    """Per step both curves hold, the paired difference candidate − baseline of % of optimum.
+
+    Raises ``ValueError`` when the curves did not answer the same held-out scenarios scored the same way,
+    or share no step."""
+    if baseline["eval"] != candidate["eval"]:
+        raise ValueError(
+            f"the curves were evaluated differently ({baseline['eval']} against {candidate['eval']}): "
+            "no paired comparison"
+        )
+    if not _same_scoring(baseline, candidate):
+        raise ValueError(
+            "the baselines score differently on the two curves' scenarios (the optima, physics or reward "
+            "moved): no paired comparison"
+        )
+    points_a = {point["step"]: point for point in baseline["checkpoints"]}
+    points_b = {point["step"]: point for point in candidate["checkpoints"]}
+    steps = sorted(points_a.keys() & points_b.keys())
+    if not steps:
+        raise ValueError(f"no common step: {sorted(points_a)} against {sorted(points_b)}")
+    per_step = []
+    for step in steps:
+        a = np.asarray(points_a[step]["percent_of_optimum"], float)
+        b = np.asarray(points_b[step]["percent_of_optimum"], float)
+        difference = paired_difference(a[None, :], b[None, :], resamples=resamples, seed=seed)
+        per_step.append(
+            {
+                "step": step,
+                "baseline_percent_of_optimum": float(a.mean()),
+                "candidate_percent_of_optimum": float(b.mean()),
+                "difference_percent_points": difference["mean"],
+                "difference_ci95": difference["ci95"],
+            }
+        )
+    return {
+        "question": "% of optimum of each common SFT step, candidate minus baseline, on the same held-out "
+        "scenarios",
+        **{
+            side: {"sft_target": result["sft_target"], "scenario_fingerprint": result["scenario_fingerprint"]}
+            for side, result in (("baseline", baseline), ("candidate", candidate))
+        },
+        "same_prompts": baseline["scenario_fingerprint"] == candidate["scenario_fingerprint"],
+        "scenarios": len(points_a[steps[0]]["percent_of_optimum"]),
+        "steps": per_step,
+        "bootstrap": {
+            "resamples": resamples,
+            "rng": f"numpy.random.default_rng({seed})",
+            "unit": "scenario",
+            "interval": "percentile, 2.5 and 97.5",
+        },
+    }

@@ -1,0 +1,62 @@
+"""benchmarks/learning/sft_curve_compare.py: two curves paired per common step, only on the same scenarios
+scored the same way."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.learning import sft_curve
+from benchmarks.learning.sft_curve_compare import compare_curves
+
+EVAL = {"eval_scenarios": 3, "eval_tasks": ["easy"], "eval_dataset_seed": 7, "split": "eval"}
+
+
+def _curve(points: dict[int, list[float]], fingerprint: str = "a" * 16, **overrides) -> dict:
+    return {
+        "sft_target": "heuristic",
+        "eval": EVAL,
+        "scenario_fingerprint": fingerprint,
+        "baselines": {"even_bf16": {"mean_percent_of_optimum": 20.0}},
+        "checkpoints": [{"step": step, "percent_of_optimum": scores} for step, scores in points.items()],
+        **overrides,
+    }
+
+
+def test_the_difference_is_per_common_step_candidate_minus_baseline():
+    baseline = _curve({45: [10.0, 20.0, 30.0], 90: [0.0, 0.0, 30.0]})
+    candidate = _curve({90: [30.0, 0.0, 60.0], 120: [1.0, 1.0, 1.0]}, fingerprint="b" * 16)
+    comparison = compare_curves(baseline, candidate, resamples=200)
+    (step,) = comparison["steps"]
+    assert step["step"] == 90 and step["difference_percent_points"] == pytest.approx(20.0)
+    assert (step["baseline_percent_of_optimum"], step["candidate_percent_of_optimum"]) == (10.0, 30.0)
+    low, high = step["difference_ci95"]
+    assert 0.0 <= low <= 20.0 <= high <= 30.0  # scenario differences 30, 0, 30
+    assert comparison["same_prompts"] is False and comparison["scenarios"] == 3
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        ({"eval": EVAL | {"eval_dataset_seed": 8}}, "evaluated differently"),
+        ({"baselines": {"even_bf16": {"mean_percent_of_optimum": 21.0}}}, "baselines score differently"),
+        ({"checkpoints": [{"step": 30, "percent_of_optimum": [1.0, 2.0, 3.0]}]}, "no common step"),
+    ],
+)
+def test_curves_on_other_scenarios_or_scoring_or_steps_are_refused(changed, message):
+    with pytest.raises(ValueError, match=message):
+        compare_curves(_curve({90: [1.0, 2.0, 3.0]}), _curve({90: [1.0, 2.0, 3.0]}, **changed))
+
+
+def test_the_command_prints_the_comparison_and_refusals_are_one_line(tmp_path, capsys):
+    a, b, other = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "other.json"
+    a.write_text(json.dumps(_curve({90: [1.0, 2.0, 3.0]})))
+    b.write_text(json.dumps(_curve({90: [2.0, 3.0, 4.0]})))
+    other.write_text(json.dumps(_curve({90: [2.0, 3.0, 4.0]}, eval=EVAL | {"eval_scenarios": 4})))
+    comparison = sft_curve.main(["--compare", str(a), str(b)])
+    assert json.loads(capsys.readouterr().out) == comparison
+    assert comparison["steps"][0]["difference_percent_points"] == pytest.approx(1.0)
+    assert comparison["same_prompts"] is True
+    with pytest.raises(SystemExit, match="sft_curve.py: error: the curves were evaluated differently"):
+        sft_curve.main(["--compare", str(a), str(other)])
