@@ -16,7 +16,7 @@ names jobs the scenario does not have (the IRD "invented id" rule), and copying 
 Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
 own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
 
-Four styles:
+Five styles:
 
 - ``"full"`` (default; for instruction-tuned LLMs): the schema, the rules and physics, a worked example, and
   the scenario's facts.
@@ -30,6 +30,11 @@ Four styles:
   kernel's memory verdict, as an engineer reads a memory calculator; never the optimum). A policy that has
   not learnt the memory arithmetic can still avoid a crash by comparing the plan's tensor_parallel with a
   number the prompt states.
+- ``"sized_batching"`` (issue #68): ``sized`` whose train/lora Fits entries also say how the replica
+  batches at that tensor parallelism: the largest micro_batch_size that fits without
+  activation_checkpointing, or that it fits only with it. An imitator of the heuristic on ``sized`` wrote
+  ``"activation_checkpointing": false`` at micro-batch 1 where the prompt said only that micro-batch 1 with
+  checkpointing fits (19 of its 31 out-of-memory jobs on the 96 held-out scenarios).
 - ``"compact"`` (the tiny random test model, whose context is small): the schema and the scenario JSON. It
   names the GPU and the models but gives none of their figures, so a policy can only learn names by heart;
   kept for the tests and for comparison with earlier results.
@@ -58,8 +63,8 @@ __all__ = [
     "user_prompt",
 ]
 
-PromptStyle = Literal["full", "facts", "sized", "compact"]
-PROMPT_STYLES: tuple[str, ...] = ("full", "facts", "sized", "compact")
+PromptStyle = Literal["full", "facts", "sized", "sized_batching", "compact"]
+PROMPT_STYLES: tuple[str, ...] = ("full", "facts", "sized", "sized_batching", "compact")
 
 EXAMPLE_SCENARIO = Scenario.from_dict(
     {
@@ -140,12 +145,14 @@ GPU: params x bytes (fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52) / tensor_parall
 Adam / tensor_parallel; activations grow with seq_len x micro_batch_size (activation_checkpointing cuts
 them); serve: + KV cache of its share of batch_size. Over the GPU's memory: oom, the job earns nothing."""
 
-# What the "sized" style's per-job "Fits" line means (fleet_rl/replica_fit.py).
+# What the "sized" styles' per-job "Fits" line means (fleet_rl/replica_fit.py).
 _FITS_TEXT = """\
 "Fits" lists, per format (attention and mlp in it, the other groups 16-bit, the KV cache 8-bit below 16),
 the smallest tensor_parallel at which one replica (gpus = tensor_parallel; train/lora at micro_batch_size 1
-with activation_checkpointing) fits in memory. A smaller tensor_parallel at that format crashes (oom). For
-train/lora it then says the largest micro_batch_size that fits at that tensor_parallel without
+with activation_checkpointing) fits in memory. A smaller tensor_parallel at that format crashes (oom)."""
+# What the "sized_batching" style adds to it.
+_BATCHING_TEXT = """\
+For train/lora it then says the largest micro_batch_size that fits at that tensor_parallel without
 activation_checkpointing, or that it fits only with activation_checkpointing."""
 
 
@@ -173,6 +180,8 @@ def system_prompt(style: PromptStyle = "full") -> str:
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}"
     if style == "sized":
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}"
+    if style == "sized_batching":
+        return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}\n{_BATCHING_TEXT}"
     answer_style = "Think briefly if you need to, then give the JSON answer in a ```json fence."
     return f"{intro}\n\n{_SCHEMA_TEXT}\n{answer_style}\n\n{_RULES_TEXT}\n\n{_example_text()}"
 
@@ -206,9 +215,9 @@ def _job_line(job) -> str:
 
 
 def _fits_line(fits: list[ReplicaFit], training: bool) -> str:
-    """A job's fits as the ``sized`` style words them: "Fits: bf16 tp 4; fp8 tp 2; int4 tp 1" for a serve
-    job; a train/lora job's also say how it batches there: "bf16 tp 2, micro_batch_size 4 without
-    checkpointing; fp8 tp 1, only with activation_checkpointing"."""
+    """A job's fits as the ``sized`` style words them: "Fits: bf16 tp 4; fp8 tp 2; int4 tp 1"; with
+    ``training`` (a train/lora job in the ``sized_batching`` style) each also says how it batches there:
+    "bf16 tp 2, micro_batch_size 4 without checkpointing; fp8 tp 1, only with activation_checkpointing"."""
     words = {"oom": "none (oom)", "quality": "none (over max_quality_loss)"}
     return "  Fits: " + "; ".join(_fit_words(fit, words, training) for fit in fits) + "."
 
@@ -249,11 +258,12 @@ def user_prompt(
         raise ValueError(f"agent {agent!r} is not a job of the scenario; jobs: {', '.join(scenario.job_ids)}")
     if style == "compact":
         lines = [f"Scenario: {scenario.to_json()}"]
-    elif style == "sized":
+    elif style in ("sized", "sized_batching"):
         fits = replica_fits(scenario)
         lines = [_gpu_line(scenario), "Jobs:"]
         for job in scenario.jobs:
-            lines += [_job_line(job), _fits_line(fits[job.id], training=job.kind != "serve")]
+            training = style == "sized_batching" and job.kind != "serve"
+            lines += [_job_line(job), _fits_line(fits[job.id], training=training)]
     else:
         lines = [_gpu_line(scenario), "Jobs:", *(_job_line(job) for job in scenario.jobs)]
     if agent is None:

@@ -222,9 +222,26 @@ def test_the_sized_style_is_facts_plus_each_jobs_fits_line_and_what_it_means():
         assert sized_lines[i - 1].startswith(f"- {job.id}: ")
     # this scenario's support-bot (serve llama-3.1-8b, 256 x 8k tokens on 85.5 GB GPUs) needs tp 4 at bf16
     assert "  Fits: bf16 tp 4; fp8 tp 2; int4 tp 2." in fits_lines
+    assert "  Fits: bf16 tp 1; fp8 tp 1; int4 tp 1." in fits_lines  # its tune (lora): no batching said
+
+
+def test_the_sized_batching_style_is_sized_plus_how_each_training_job_batches():
+    scenario = make_scenario("medium", 3)
+    system, user = build_messages(scenario, style="sized_batching")
+    assert system["content"].startswith(system_prompt("sized"))
+    assert "largest micro_batch_size that fits" in system["content"]
+    sized, batching = user_prompt(scenario, style="sized").splitlines(), user["content"].splitlines()
+    assert len(sized) == len(batching)
+    fits_before = [line for line in sized if "Fits:" in line]
+    fits_after = [line for line in batching if "Fits:" in line]
+    for before, after, job in zip(fits_before, fits_after, scenario.jobs, strict=True):
+        assert (before == after) is (job.kind == "serve")  # serve jobs' lines are sized's
+    assert [line for line in sized if line not in fits_before] == [
+        line for line in batching if line not in fits_after
+    ]
     # its tune (lora llama-3.1-8b, 1k tokens) fits one GPU at every format, 8 sequences a micro-batch
     words = "micro_batch_size 8 without checkpointing"
-    assert f"  Fits: bf16 tp 1, {words}; fp8 tp 1, {words}; int4 tp 1, {words}." in fits_lines
+    assert f"  Fits: bf16 tp 1, {words}; fp8 tp 1, {words}; int4 tp 1, {words}." in batching
 
 
 def test_a_training_job_that_fits_only_with_checkpointing_is_told_so():
@@ -233,16 +250,17 @@ def test_a_training_job_that_fits_only_with_checkpointing_is_told_so():
          "jobs": [{"id": "t", "model": "llama-3.1-8b", "kind": "train", "priority": 1, "seq_len": 8192,
                    "batch_size": 8}]}
     )  # fmt: skip
-    (fits_line,) = [line for line in user_prompt(scenario, style="sized").splitlines() if "Fits:" in line]
+    prompt = user_prompt(scenario, style="sized_batching")
+    (fits_line,) = [line for line in prompt.splitlines() if "Fits:" in line]
     assert "only with activation_checkpointing" in fits_line, fits_line
 
 
-def test_the_heuristics_training_batching_can_be_read_off_the_fits_line():
-    """Issue #68: an imitator of the heuristic wrote activation_checkpointing false at micro-batch 1 where the
-    prompt said only that micro-batch 1 with checkpointing fits, and crashed (19 of its 31 out-of-memory
-    jobs on the 96 held-out scenarios). Now the Fits line of the heuristic's format names the tensor
-    parallelism, micro-batch and checkpointing it writes: min(4, the micro-batch stated) without
-    checkpointing, or micro-batch 1 with it."""
+def test_the_heuristics_training_batching_can_be_read_off_the_sized_batching_fits_line():
+    """Issue #68: an imitator of the heuristic on the sized prompt wrote activation_checkpointing false at
+    micro-batch 1 where the prompt said only that micro-batch 1 with checkpointing fits, and crashed (19 of
+    its 31 out-of-memory jobs on the 96 held-out scenarios). The sized_batching Fits line of the heuristic's
+    format names the tensor parallelism, micro-batch and checkpointing it writes: min(4, the micro-batch
+    stated) without checkpointing, or micro-batch 1 with it (the figures of ``replica_fits``)."""
     read, jobs = 0, 0
     for row in scenario_rows(["easy", "medium"], 80, dataset_seed=0, prompt_style="compact"):
         scenario = Scenario.from_json(row["scenario"])

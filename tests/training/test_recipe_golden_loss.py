@@ -6,10 +6,9 @@ replaced by a fixed set of eight answers per prompt: the optimum, ``even_bf16``,
 ``random_split``, the template the runs settled on (the first job alone on every GPU, bf16, tp 1), an
 answer that leaves out every job but a one-GPU one, a cut-off plan and prose. Everything else is the
 recipe's own code: the rewards, the repairs drawn by its seeded RNG, the job spans, the replay of the best
-plan stored in step 1. The logged loss and gradient norm of each step are pinned; a refactor that keeps the
-recipe keeps them. First pinned at commit 0010b38, before issue #69 merged the trainer's nine subclasses
-into one (2.119917 / 1.266457, 1.990497 / 1.553949); re-pinned when the sized prompt's Fits lines began to
-say how a training job batches (issue #68): the prompts are longer, so the same answers' loss moves.
+plan stored in step 1. The logged loss and gradient norm of each step are pinned to the values measured
+at commit 0010b38, before issue #69 merged the trainer's nine subclasses into one; a refactor that keeps
+the recipe keeps them.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ from fleet_rl.tiny_model import ensure_tiny_model
 from fleet_rl.training.dataset import grpo_dataset
 
 NUM_PROMPTS = 4
-# Per step: (loss, grad_norm), on today's sized prompt (see the module docstring for the first values).
-GOLDEN = [(2.1200244426727295, 1.2625499963760376), (1.9904656410217285, 1.5386849641799927)]
+# Measured at commit 0010b38 (the recipe before the refactor); per step: (loss, grad_norm).
+GOLDEN = [(2.119917392730713, 1.2664568424224854), (1.9904968738555908, 1.553949236869812)]
 
 
 def fixed_answers(scenario: Scenario, seed: int) -> list[str]:
