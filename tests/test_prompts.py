@@ -86,7 +86,7 @@ def test_multiagent_prompt_gives_the_other_parts_and_the_free_gpus():
 
 def test_bad_arguments_raise_clear_errors():
     scenario = make_scenario("easy", 0)
-    valid = "full, facts, sized, compact"
+    valid = "full, facts, sized, sized_batching, compact"
     with pytest.raises(ValueError, match=f"unknown prompt style 'long'; valid styles: {valid}"):
         build_messages(scenario, style="long")
     with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):

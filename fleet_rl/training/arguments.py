@@ -66,8 +66,8 @@ class FleetScriptArguments:
     prompt_style: str = field(
         default="full",
         metadata={
-            "help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (sized: small models; facts on the "
-            "compact recipe: +3.6 [+0.5, +7.0])."
+            "help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (sized: small models; sized_batching: "
+            "sized plus how each training job batches; facts on the compact recipe: +3.6 [+0.5, +7.0])."
         },
     )
 
