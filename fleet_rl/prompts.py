@@ -33,8 +33,9 @@ Five styles:
 - ``"sized_batching"`` (issue #68): ``sized`` whose train/lora Fits entries also say how the replica
   batches at that tensor parallelism: the largest micro_batch_size that fits without
   activation_checkpointing, or that it fits only with it. An imitator of the heuristic on ``sized`` wrote
-  ``"activation_checkpointing": false`` at micro-batch 1 where the prompt said only that micro-batch 1 with
-  checkpointing fits (19 of its 31 out-of-memory jobs on the 96 held-out scenarios).
+  ``"activation_checkpointing": false`` at the stated tensor parallelism, where the prompt promised a fit
+  only with checkpointing, in 23 of its 31 out-of-memory jobs on the 96 held-out scenarios
+  (``python -m benchmarks.learning.fault_causes``).
 - ``"compact"`` (the tiny random test model, whose context is small): the schema and the scenario JSON. It
   names the GPU and the models but gives none of their figures, so a policy can only learn names by heart;
   kept for the tests and for comparison with earlier results.

@@ -256,8 +256,8 @@ def test_a_training_job_that_fits_only_with_checkpointing_is_told_so():
 
 
 def test_the_heuristics_training_batching_can_be_read_off_the_sized_batching_fits_line():
-    """Issue #68: an imitator of the heuristic on the sized prompt wrote activation_checkpointing false at
-    micro-batch 1 where the prompt said only that micro-batch 1 with checkpointing fits, and crashed (19 of
+    """Issue #68: an imitator of the heuristic on the sized prompt wrote activation_checkpointing false at the
+    stated tensor parallelism, where the prompt promised a fit only with checkpointing, and crashed (23 of
     its 31 out-of-memory jobs on the 96 held-out scenarios). The sized_batching Fits line of the heuristic's
     format names the tensor parallelism, micro-batch and checkpointing it writes: min(4, the micro-batch
     stated) without checkpointing, or micro-batch 1 with it (the figures of ``replica_fits``)."""

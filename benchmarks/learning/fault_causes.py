@@ -1,0 +1,109 @@
+"""Why a policy's held-out jobs fail: the kernel's verdict per job, and each out-of-memory job set against the
+prompt's ``Fits`` line; prints JSON.
+
+    python -m benchmarks.learning.fault_causes runs/sft_curve/heuristic/start-evaluations/<key>.json
+
+The argument is one evaluation the learning benchmark or the SFT curve keeps under
+``<work_dir>/start-evaluations/`` (its ``key`` holds the evaluation settings, so the held-out rows are
+rebuilt exactly as they were asked). Every answer is parsed and scored by the kernel as the reward does;
+per job written it counts the verdict (``ok``, ``oom``, ``too_slow``...) and the reasons' codes. Each
+``oom`` job is then put in one class by what the ``sized`` prompt said of its format
+(``fleet_rl.replica_fit``: the smallest tensor parallelism at which one replica fits at micro-batch 1 with
+activation checkpointing):
+
+- ``below_stated_tp``: a smaller tensor_parallel than the line states for that format;
+- ``at_stated_tp_without_checkpointing``: the stated tensor_parallel (or more) with checkpointing off,
+  where the line's promise holds only with it;
+- ``at_stated_tp_with_checkpointing``: the stated tensor_parallel (or more) with checkpointing on, at a
+  micro-batch above 1;
+- ``format_without_a_fit``: a format for which the line says none fits;
+- ``mixed_formats``: attention and mlp in different formats, a profile the line does not size.
+
+Issue #68: the 90-step heuristic imitator on the ``sized`` prompt had 31 out-of-memory jobs on the 96
+held-out scenarios, 23 of them at the stated tensor parallelism or more with checkpointing off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["fault_causes", "oom_cause"]
+
+
+def oom_cause(part: dict, fits: list) -> str:
+    """The class of one out-of-memory job's part against its job's ``replica_fits`` (module docstring)."""
+    precision = part["precision"]
+    if precision["attention"] != precision["mlp"]:
+        return "mixed_formats"
+    stated = next((fit.tensor_parallel for fit in fits if fit.fmt == precision["mlp"]), None)
+    if stated is None:
+        return "format_without_a_fit"
+    if part["tensor_parallel"] < stated:
+        return "below_stated_tp"
+    if not part.get("activation_checkpointing", False):
+        return "at_stated_tp_without_checkpointing"
+    return "at_stated_tp_with_checkpointing"
+
+
+def fault_causes(evaluation_file: dict) -> dict:
+    """Verdict, reason and out-of-memory cause counts over one kept evaluation's answers."""
+    from benchmarks.learning.evaluate import eval_rows
+    from fleet_rl.kernel import evaluate
+    from fleet_rl.plan_schema import plan_to_dict
+    from fleet_rl.replica_fit import replica_fits
+    from fleet_rl.scenario import Scenario
+    from rewards import parse_plan
+
+    settings = evaluation_file["key"]["settings"]
+    completions = evaluation_file["evaluation"]["completions"]
+    rows = eval_rows(settings)
+    if len(rows) != len(completions):
+        raise ValueError(f"{len(completions)} answers for {len(rows)} held-out rows: not this evaluation")
+    statuses, reasons, causes = collections.Counter(), collections.Counter(), collections.Counter()
+    unparsed = 0
+    for row, completion in zip(rows, completions, strict=True):
+        parsed = parse_plan(completion).plan
+        if parsed is None:
+            unparsed += 1
+            continue
+        scenario, plan = Scenario.from_json(row["scenario"]), plan_to_dict(parsed)
+        result = evaluate(scenario, plan)
+        reasons.update(reason.split(":")[0] for reason in result.reasons)
+        by_id = {job.id: job for job in result.jobs}
+        fits = None
+        for part in plan["jobs"]:
+            job = by_id.get(part["id"])
+            if job is None:
+                continue
+            statuses[job.status] += 1
+            if job.status == "oom":
+                fits = fits or replica_fits(scenario)
+                causes[oom_cause(part, fits[part["id"]])] += 1
+    return {
+        "answers": len(completions),
+        "unparsed_answers": unparsed,
+        "prompt_style": settings["prompt_style"],
+        "job_statuses": dict(statuses.most_common()),
+        "reason_codes": dict(reasons.most_common()),
+        "oom_causes": dict(causes.most_common()),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("evaluation", help="a kept evaluation: <work_dir>/start-evaluations/<key>.json")
+    args = parser.parse_args(argv)
+    try:
+        counts = fault_causes(json.loads(Path(args.evaluation).read_text()))
+    except (OSError, KeyError, ValueError) as error:
+        sys.exit(f"fault_causes: error: {args.evaluation}: {error}")
+    print(json.dumps(counts, indent=1))
+    return counts
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""benchmarks/learning/fault_causes.py: each failing held-out job counted, each out-of-memory one set against
+the prompt's Fits line."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from benchmarks.learning import fault_causes as module
+from benchmarks.learning.evaluate import eval_rows
+from fleet_rl.baselines import heuristic
+from fleet_rl.kernel import evaluate
+from fleet_rl.prompts import format_answer
+from fleet_rl.replica_fit import ReplicaFit
+from fleet_rl.scenario import Scenario
+
+SETTINGS = {"eval_scenarios": 6, "eval_tasks": ["easy"], "eval_dataset_seed": 7, "prompt_style": "sized"}
+FITS = [ReplicaFit("bf16", 2), ReplicaFit("fp8", 1), ReplicaFit("int4", None, "quality")]
+
+
+def _part(fmt: str, tp: int, checkpointing: bool = False) -> dict:
+    precision = {"embedding": "bf16", "attention": fmt, "mlp": fmt, "norm": "bf16", "lm_head": "bf16"}
+    return {"id": "j", "gpus": tp, "tensor_parallel": tp, "precision": precision,
+            "micro_batch_size": 4, "activation_checkpointing": checkpointing}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("part", "cause"),
+    [
+        (_part("bf16", 1), "below_stated_tp"),
+        (_part("bf16", 2), "at_stated_tp_without_checkpointing"),
+        (_part("fp8", 4), "at_stated_tp_without_checkpointing"),
+        (_part("bf16", 2, checkpointing=True), "at_stated_tp_with_checkpointing"),
+        (_part("int4", 8), "format_without_a_fit"),
+        (_part("bf16", 2) | {"precision": _part("bf16", 2)["precision"] | {"mlp": "fp8"}}, "mixed_formats"),
+    ],
+)
+def test_an_out_of_memory_part_is_classed_by_what_its_formats_fits_entry_said(part, cause):
+    assert module.oom_cause(part, FITS) == cause
+
+
+def _crashing(rows: list[dict]) -> tuple[int, dict]:
+    """A row and the heuristic's plan for it with a training job's micro-batch raised until it crashes."""
+    for index, row in enumerate(rows):
+        scenario = Scenario.from_json(row["scenario"])
+        plan = heuristic(scenario)
+        for part in plan["jobs"]:
+            if "micro_batch_size" in part and part["gpus"] > 0:
+                crashed = copy.deepcopy(plan)
+                entry = next(job for job in crashed["jobs"] if job["id"] == part["id"])
+                entry |= {"micro_batch_size": 64, "activation_checkpointing": False}
+                if any(job.status == "oom" for job in evaluate(scenario, crashed).jobs):
+                    return index, crashed
+    raise AssertionError("no training job crashes at micro-batch 64 on these rows")
+
+
+def test_an_evaluation_file_is_counted_per_job_and_the_command_prints_it(tmp_path, capsys):
+    rows = eval_rows(SETTINGS)
+    answers = [format_answer(heuristic(Scenario.from_json(row["scenario"]))) for row in rows]
+    index, crashed = _crashing(rows)
+    answers[index] = format_answer(crashed)
+    answers[(index + 1) % len(rows)] = "no plan here"
+    path = tmp_path / "evaluation.json"
+    path.write_text(json.dumps({"key": {"settings": SETTINGS}, "evaluation": {"completions": answers}}))
+    counts = module.main([str(path)])
+    assert json.loads(capsys.readouterr().out) == counts
+    assert (counts["answers"], counts["unparsed_answers"], counts["prompt_style"]) == (6, 1, "sized")
+    assert counts["job_statuses"]["oom"] == counts["reason_codes"]["oom"] == 1
+    assert counts["oom_causes"] == {"at_stated_tp_without_checkpointing": 1}
+
+
+def test_an_evaluation_of_other_rows_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "evaluation.json"
+    path.write_text(json.dumps({"key": {"settings": SETTINGS}, "evaluation": {"completions": ["{}"]}}))
+    with pytest.raises(SystemExit, match="fault_causes: error: .*1 answers for 6 held-out rows"):
+        module.main([str(path)])
