@@ -4,7 +4,8 @@ the same held-out scenarios? (``python -m benchmarks.learning.sft_curve --compar
 Made for a change of prompt (issue #68): both curves distil the same target with the same schedule, and only
 the prompt differs, so their scenario fingerprints differ (the fingerprint hashes the prompts) while the
 scenarios and their scoring are the same. The comparison is refused unless both curves answered the same
-held-out scenarios (the same evaluation settings: tiers, count, generator seed, split, token budget) scored
+held-out scenarios (the same evaluation settings but the prompt style: tiers, count, generator seed, split,
+token budget) scored
 the same way (every baseline's mean % of optimum equal: the optima, the physics and the reward did not
 move). Per step both curves have: B's % of optimum minus A's per scenario, its mean and the percentile
 bootstrap over scenarios of ``statistics.paired_difference``. ``same_prompts`` says whether the fingerprints
@@ -20,6 +21,11 @@ import numpy as np
 from benchmarks.learning.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_difference
 
 __all__ = ["compare_curves"]
+
+
+def _asked(result: dict) -> dict:
+    """The evaluation settings that pick and answer the held-out scenarios; the prompt style may differ."""
+    return {key: value for key, value in result["eval"].items() if key != "prompt_style"}
 
 
 def _same_scoring(baseline: dict, candidate: dict) -> bool:
@@ -45,7 +51,7 @@ def compare_curves(
 
     Raises ``ValueError`` when the curves did not answer the same held-out scenarios scored the same way,
     or share no step."""
-    if baseline["eval"] != candidate["eval"]:
+    if _asked(baseline) != _asked(candidate):
         raise ValueError(
             f"the curves were evaluated differently ({baseline['eval']} against {candidate['eval']}): "
             "no paired comparison"
@@ -82,6 +88,7 @@ def compare_curves(
             for side, result in (("baseline", baseline), ("candidate", candidate))
         },
         "same_prompts": baseline["scenario_fingerprint"] == candidate["scenario_fingerprint"],
+        "prompt_styles": [baseline["eval"].get("prompt_style"), candidate["eval"].get("prompt_style")],
         "scenarios": len(points_a[steps[0]]["percent_of_optimum"]),
         "steps": per_step,
         "bootstrap": {

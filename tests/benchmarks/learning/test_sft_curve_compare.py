@@ -26,7 +26,8 @@ def _curve(points: dict[int, list[float]], fingerprint: str = "a" * 16, **overri
 
 def test_the_difference_is_per_common_step_candidate_minus_baseline():
     baseline = _curve({45: [10.0, 20.0, 30.0], 90: [0.0, 0.0, 30.0]})
-    candidate = _curve({90: [30.0, 0.0, 60.0], 120: [1.0, 1.0, 1.0]}, fingerprint="b" * 16)
+    other_prompt = {"fingerprint": "b" * 16, "eval": EVAL | {"prompt_style": "other"}}  # the same scenarios
+    candidate = _curve({90: [30.0, 0.0, 60.0], 120: [1.0, 1.0, 1.0]}, **other_prompt)
     comparison = compare_curves(baseline, candidate, resamples=200)
     (step,) = comparison["steps"]
     assert step["step"] == 90 and step["difference_percent_points"] == pytest.approx(20.0)
@@ -34,6 +35,7 @@ def test_the_difference_is_per_common_step_candidate_minus_baseline():
     low, high = step["difference_ci95"]
     assert 0.0 <= low <= 20.0 <= high <= 30.0  # scenario differences 30, 0, 30
     assert comparison["same_prompts"] is False and comparison["scenarios"] == 3
+    assert comparison["prompt_styles"] == [None, "other"]
 
 
 @pytest.mark.parametrize(
