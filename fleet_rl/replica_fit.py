@@ -19,8 +19,9 @@ Training jobs (train, lora) are sized at micro-batch 1 with activation checkpoin
 replica holding the whole batch's KV cache; more replicas never need more memory per GPU. At that tensor
 parallelism a training job's verdict also names the largest micro-batch (up to its batch_size, beyond
 which the kernel's micro-batch stops growing) at which the replica fits without activation checkpointing,
-or ``None`` where it fits only with it (issue #68: policies imitating plans that drop checkpointing wrote
-``"activation_checkpointing": false`` at micro-batch 1 where the prompt said nothing of it, and crashed).
+or ``None`` where it fits only with it: the ``sized_batching`` prompt states it (issue #68: an imitator of
+the heuristic on ``sized`` wrote ``"activation_checkpointing": false`` at the stated tensor parallelism,
+where the prompt promised a fit only with checkpointing, and crashed).
 """
 
 from __future__ import annotations

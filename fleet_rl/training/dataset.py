@@ -28,8 +28,8 @@ planners (``SFT_TARGET_PLANNERS``, from ``fleet_rl.baselines``):
   the format, the job ids and what runs, not what runs well (what GRPO finds alone is measured from it);
 - ``heuristic``: the ``heuristic`` baseline, the plan an engineer writes from the prompt's facts (formats by
   job kind and the GPU's formats, the smallest tensor parallelism that fits, the GPUs split by priority):
-  distilling a rule a small model can read off the ``sized`` prompt, where the optimum's formats change from
-  scenario to scenario (issue #68);
+  distilling rules a small model can read off the ``sized_batching`` prompt, where the optimum's formats
+  change from scenario to scenario (issue #68);
 - ``optimal``: the exact optimum: distilling the solver (the SmolLM2 preset). GRPO's claim from it is its
   gain over that start; the learning benchmark's ``fair_start`` says what a start imitated.
 
