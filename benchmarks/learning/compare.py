@@ -5,8 +5,10 @@ Each result's interval says how far *its* policy moved from *its* start; two suc
 not say whether one recipe beats the other. Both results answered the same scenarios, so the question has a
 paired answer: per scenario, B's after-GRPO % of optimum (averaged over B's seeds) minus A's (averaged over
 A's), its mean and the same percentile bootstrap over scenarios as ``statistics``. The comparison is
-refused unless both results hold the same scenarios (scenario fingerprint, tiers and generator seeds): a
-difference on different scenarios says nothing. A different start is allowed (a recipe may include its
+refused unless both results hold the same scenarios (tiers and generator seeds, and the scenario
+fingerprint, or, for results on different prompt styles, ``same_scenarios``: the same evaluation settings but
+the style and the same baseline scores; ``same_prompts`` says which): a difference on different scenarios
+says nothing. A different start is allowed (a recipe may include its
 start) and reported, as is each result's own after − start difference.
 
 When either result answered in revision episodes (a ``first_plan`` entry: plans with the kernel's verdict
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.learning.same_scenarios import asked_settings, same_scoring
 from benchmarks.learning.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_difference
 
 __all__ = ["compare"]
@@ -48,16 +51,25 @@ def _summary(result: dict, after: np.ndarray) -> dict:
     }
 
 
+def _same_scenarios_other_prompts(baseline: dict, candidate: dict) -> bool:
+    """Both results answered the same scenarios, scored alike, with prompts of different styles."""
+    if "eval" not in baseline or "eval" not in candidate:
+        return False
+    return asked_settings(baseline) == asked_settings(candidate) and same_scoring(baseline, candidate)
+
+
 def compare(
     baseline: dict, candidate: dict, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> dict:
     """The paired difference candidate − baseline of the after-GRPO mean % of optimum, per scenario.
 
     Raises ``ValueError`` when the two results were not measured on the same held-out scenarios."""
-    if baseline.get("scenario_fingerprint") != candidate.get("scenario_fingerprint"):
+    same_prompts = baseline.get("scenario_fingerprint") == candidate.get("scenario_fingerprint")
+    if not same_prompts and not _same_scenarios_other_prompts(baseline, candidate):
         raise ValueError(
             "the results hold different held-out scenarios (scenario fingerprint "
-            f"{baseline.get('scenario_fingerprint')} against {candidate.get('scenario_fingerprint')}): "
+            f"{baseline.get('scenario_fingerprint')} against {candidate.get('scenario_fingerprint')}, and "
+            "their evaluation settings or baselines differ by more than the prompt style): "
             "no paired comparison"
         )
     rows_a, rows_b = baseline["per_scenario"], candidate["per_scenario"]
@@ -84,6 +96,9 @@ def compare(
     return {
         "question": "after-GRPO mean % of optimum, candidate minus baseline, on the same held-out scenarios",
         "scenario_fingerprint": baseline["scenario_fingerprint"],
+        "candidate_scenario_fingerprint": candidate["scenario_fingerprint"],
+        "same_prompts": same_prompts,
+        "prompt_styles": [result.get("eval", {}).get("prompt_style") for result in (baseline, candidate)],
         "scenarios": int(after_a.size),
         "baseline": _summary(baseline, after_a),
         "candidate": _summary(candidate, after_b),

@@ -14,34 +14,12 @@ agree (then nothing but the model differs).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from benchmarks.learning.same_scenarios import asked_settings, same_scoring
 from benchmarks.learning.statistics import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_difference
 
 __all__ = ["compare_curves"]
-
-
-def _asked(result: dict) -> dict:
-    """The evaluation settings that pick and answer the held-out scenarios; the prompt style may differ."""
-    return {key: value for key, value in result["eval"].items() if key != "prompt_style"}
-
-
-def _same_scoring(baseline: dict, candidate: dict) -> bool:
-    """Every baseline's mean % of optimum agrees: the same optima, physics and reward."""
-    names = baseline["baselines"].keys()
-    if names != candidate["baselines"].keys():
-        return False
-    return all(
-        math.isclose(
-            baseline["baselines"][name]["mean_percent_of_optimum"],
-            candidate["baselines"][name]["mean_percent_of_optimum"],
-            rel_tol=1e-9,
-            abs_tol=1e-9,
-        )
-        for name in names
-    )
 
 
 def compare_curves(
@@ -51,12 +29,12 @@ def compare_curves(
 
     Raises ``ValueError`` when the curves did not answer the same held-out scenarios scored the same way,
     or share no step."""
-    if _asked(baseline) != _asked(candidate):
+    if asked_settings(baseline) != asked_settings(candidate):
         raise ValueError(
             f"the curves were evaluated differently ({baseline['eval']} against {candidate['eval']}): "
             "no paired comparison"
         )
-    if not _same_scoring(baseline, candidate):
+    if not same_scoring(baseline, candidate):
         raise ValueError(
             "the baselines score differently on the two curves' scenarios (the optima, physics or reward "
             "moved): no paired comparison"

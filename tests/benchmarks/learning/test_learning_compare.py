@@ -159,3 +159,59 @@ def test_the_same_start_in_revision_episodes_is_told_by_its_first_plans():
         first_plan={"after_per_scenario": [[10.0, 20.0, 30.0]], "start_per_scenario": [[5.0, 6.0, 7.0]]},
     )
     assert compare(baseline, candidate)["same_start"] is True
+
+
+_EVAL = {
+    "eval_scenarios": 3,
+    "eval_tasks": ["easy", "medium"],
+    "prompt_style": "sized",
+    "eval_dataset_seed": 7,
+}
+_BASELINES = {"heuristic": {"mean_percent_of_optimum": 85.5}, "even_bf16": {"mean_percent_of_optimum": 20.1}}
+
+
+def _on_prompt(style: str, after: list[list[float]], fingerprint: str, **changes) -> dict:
+    """A result whose evaluation settings and baselines a cross-prompt comparison checks."""
+    evaluated = _EVAL | {"prompt_style": style}
+    return _result(after, scenario_fingerprint=fingerprint, eval=evaluated, baselines=_BASELINES) | changes
+
+
+def test_results_on_different_prompt_styles_pair_when_the_scenarios_and_scoring_agree():
+    """A change of prompt changes the fingerprint, not the scenarios (issue #68): the recipes still pair."""
+    baseline = _on_prompt("sized", [[10.0, 20.0, 30.0]], "a" * 16)
+    candidate = _on_prompt("sized_batching", [[14.0, 24.0, 34.0]], "b" * 16)
+    comparison = compare(baseline, candidate)
+    assert comparison["difference_percent_points"] == pytest.approx(4.0)
+    assert comparison["same_prompts"] is False
+    assert comparison["prompt_styles"] == ["sized", "sized_batching"]
+    assert comparison["candidate_scenario_fingerprint"] == "b" * 16
+    assert compare(baseline, baseline)["same_prompts"] is True
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"eval": _EVAL | {"eval_dataset_seed": 8}},  # other scenarios drawn
+        {"eval": _EVAL | {"prompt_style": "sized_batching", "eval_scenarios": 4}},
+        {
+            "baselines": _BASELINES | {"heuristic": {"mean_percent_of_optimum": 80.0}}
+        },  # optima or reward moved
+    ],
+)
+def test_results_on_different_prompts_are_refused_when_more_than_the_prompt_differs(change):
+    baseline = _on_prompt("sized", [[10.0, 20.0, 30.0]], "a" * 16)
+    candidate = _on_prompt("sized_batching", [[14.0, 24.0, 34.0]], "b" * 16) | change
+    with pytest.raises(ValueError, match="different held-out scenarios"):
+        compare(baseline, candidate)
+
+
+def test_the_distilled_heuristic_recipe_pairs_with_the_preset_across_prompts():
+    """The committed results on the sized and sized_batching prompts answered the same 96 scenarios."""
+    results = REPO / "benchmarks/results"
+    preset = json.loads((results / "learning_smollm2_cpu.json").read_text())
+    heuristic = json.loads((results / "learning_smollm2_cpu_heuristic_batching.json").read_text())
+    comparison = compare(preset, heuristic)
+    assert comparison["scenarios"] == 96 and comparison["same_prompts"] is False
+    assert comparison["candidate"]["after_percent_of_optimum"] == pytest.approx(
+        np.mean(heuristic["per_scenario"]["after_percent_of_optimum"])
+    )
