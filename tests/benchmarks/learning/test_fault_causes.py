@@ -76,3 +76,20 @@ def test_an_evaluation_of_other_rows_is_refused_in_one_line(tmp_path):
     path.write_text(json.dumps({"key": {"settings": SETTINGS}, "evaluation": {"completions": ["{}"]}}))
     with pytest.raises(SystemExit, match="fault_causes: error: .*1 answers for 6 held-out rows"):
         module.main([str(path)])
+
+
+def test_a_seed_result_is_read_for_the_policy_asked(tmp_path):
+    """A seed's learning_seed.json holds the start's and the trained policy's answers under its fingerprint's
+    settings; --policy picks which are counted (after by default)."""
+    rows = eval_rows(SETTINGS)
+    answers = [format_answer(heuristic(Scenario.from_json(row["scenario"]))) for row in rows]
+    seed_result = {
+        "fingerprint": {"settings": SETTINGS},
+        "start": {"completions": answers},
+        "after": {"completions": ["no plan here"] * len(rows)},
+    }
+    path = tmp_path / "learning_seed.json"
+    path.write_text(json.dumps(seed_result))
+    assert module.main([str(path)])["unparsed_answers"] == len(rows)
+    start = module.main([str(path), "--policy", "start"])
+    assert start["unparsed_answers"] == 0 and start["job_statuses"]
