@@ -6,10 +6,10 @@ not say whether one recipe beats the other. Both results answered the same scena
 paired answer: per scenario, B's after-GRPO % of optimum (averaged over B's seeds) minus A's (averaged over
 A's), its mean and the same percentile bootstrap over scenarios as ``statistics``. The comparison is
 refused unless both results hold the same scenarios (tiers and generator seeds, and the scenario
-fingerprint, or, for results on different prompt styles, ``same_scenarios``: the same evaluation settings but
-the style and the same baseline scores; ``same_prompts`` says which): a difference on different scenarios
-says nothing. A different start is allowed (a recipe may include its
-start) and reported, as is each result's own after − start difference.
+fingerprint, or, for results on different prompt styles, ``same_scenarios``: the same evaluation settings
+but the style and the same baseline scores; ``same_prompts`` says which): a difference on different
+scenarios says nothing. A different start is allowed (a recipe may include its start) and reported, as is
+each result's own after − start difference.
 
 When either result answered in revision episodes (a ``first_plan`` entry: plans with the kernel's verdict
 between them), its final plans had more tries than a single answer. So the comparison adds the same paired
