@@ -1,19 +1,22 @@
 """Golden test: the SmolLM2 preset's recipe computes the same loss on a fixed batch across refactors.
 
 ``train_grpo.main`` runs ``configs/smollm2_cpu.yaml`` (shared prompt, per-job credit, repairs from the
-kernel's verdict, self-imitation, DAPO loss, LoRA) on the tiny Llama for two steps, with generation
-replaced by a fixed set of eight answers per prompt: the optimum, ``even_bf16``, ``random_feasible``,
-``random_split``, the template the runs settled on (the first job alone on every GPU, bf16, tp 1), an
-answer that leaves out every job but a one-GPU one, a cut-off plan and prose. Everything else is the
-recipe's own code: the rewards, the repairs drawn by its seeded RNG, the job spans, the replay of the best
-plan stored in step 1. The logged loss and gradient norm of each step are pinned to the values measured
-at commit 0010b38, before issue #69 merged the trainer's nine subclasses into one; a refactor that keeps
-the recipe keeps them.
+kernel's verdict, self-imitation, the KL anchor, DAPO loss, LoRA) on the tiny Llama for three steps, with
+generation replaced by a fixed set of eight answers per prompt: the optimum, ``even_bf16``,
+``random_feasible``, ``random_split``, the template the runs settled on (the first job alone on every GPU,
+bf16, tp 1), an answer that leaves out every job but a one-GPU one, a cut-off plan and prose. Everything
+else is the recipe's own code: the rewards, the repairs drawn by its seeded RNG, the job spans, the replay
+of the best plan stored in step 1. The logged loss and gradient norm of each step are pinned (first at
+commit 0010b38, before issue #69 merged the trainer's nine subclasses into one; re-pinned when the preset's
+prompt and KL anchor changed); a refactor that keeps the recipe keeps them.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from transformers import AutoTokenizer, TrainerCallback
 
 import train_grpo
@@ -25,8 +28,16 @@ from fleet_rl.tiny_model import ensure_tiny_model
 from fleet_rl.training.dataset import grpo_dataset
 
 NUM_PROMPTS = 4
-# Measured at commit 0010b38 (the recipe before the refactor); per step: (loss, grad_norm).
-GOLDEN = [(2.119917392730713, 1.2664568424224854), (1.9904968738555908, 1.553949236869812)]
+PRESET = "configs/smollm2_cpu.yaml"
+STEPS = 3  # the warmup's first step has learning rate 0: step 3 is the first whose policy left the anchor
+# Measured when the preset moved to the sized_batching prompt and the KL anchor (beta 0.1, issue #68); the
+# first two steps before that, at commit 0010b38: (2.119917, 1.266457), (1.990497, 1.553949). Per step:
+# (loss, grad_norm).
+GOLDEN = [
+    (2.1198692321777344, 1.2624620199203491),
+    (1.9902820587158203, 1.5387680530548096),
+    (2.097745418548584, 1.1377581357955933),
+]
 
 
 def fixed_answers(scenario: Scenario, seed: int) -> list[str]:
@@ -66,7 +77,8 @@ def recipe_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("golden")
     tiny = ensure_tiny_model(work / "tiny")
     tokenizer = AutoTokenizer.from_pretrained(tiny)
-    rows = grpo_dataset(["easy", "medium"], NUM_PROMPTS, dataset_seed=0, prompt_style="sized").to_list()
+    prompt_style = yaml.safe_load(Path(PRESET).read_text())["prompt_style"]
+    rows = grpo_dataset(["easy", "medium"], NUM_PROMPTS, dataset_seed=0, prompt_style=prompt_style).to_list()
     answers = {
         row["prompt"][-1]["content"]: fixed_answers(Scenario.from_json(row["scenario"]), row["seed"])
         for row in rows
@@ -95,12 +107,12 @@ def recipe_run(tmp_path_factory):
     try:
         train_grpo.main(
             [
-                *("--config", "configs/smollm2_cpu.yaml"),
+                *("--config", PRESET),
                 *("--local_model", "tiny", "--model_name_or_path", str(tiny)),
                 *("--sft_steps", "0", "--eval_scenarios", "0", "--num_prompts", str(NUM_PROMPTS)),
                 *(
                     "--max_steps",
-                    "2",
+                    str(STEPS),
                     "--report_to",
                     "none",
                     "--save_strategy",
@@ -119,12 +131,13 @@ def recipe_run(tmp_path_factory):
 
 def test_every_hook_of_the_recipe_ran_on_the_fixed_answers(recipe_run):
     """Not a vacuous golden: rewards spread; per-job credit, a repair and the self-imitation replay ran."""
-    assert len(recipe_run) == 2
+    assert len(recipe_run) == STEPS
     for logs in recipe_run:
         assert logs["rewards/fleet_reward/std"] > 0.1  # the optimum and prose in one group
         assert logs["job_credit/mean_abs"] > 0
         assert logs["self_imitation/nll"] > 0
     assert any(logs["repairs/share"] > 0 for logs in recipe_run)
+    assert recipe_run[-1]["kl"] > 0  # the KL anchor to the warm start (beta) is in the loss
 
 
 def test_the_recipe_computes_the_golden_loss(recipe_run):

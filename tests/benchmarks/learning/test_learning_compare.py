@@ -205,10 +205,10 @@ def test_results_on_different_prompts_are_refused_when_more_than_the_prompt_diff
         compare(baseline, candidate)
 
 
-def test_the_distilled_heuristic_recipe_pairs_with_the_preset_across_prompts():
+def test_the_distilled_heuristic_recipe_pairs_with_the_previous_preset_across_prompts():
     """The committed results on the sized and sized_batching prompts answered the same 96 scenarios."""
     results = REPO / "benchmarks/results"
-    preset = json.loads((results / "learning_smollm2_cpu.json").read_text())
+    preset = json.loads((results / "history/learning_smollm2_cpu_sized_optimal.json").read_text())
     heuristic = json.loads((results / "learning_smollm2_cpu_heuristic_batching.json").read_text())
     comparison = compare(preset, heuristic)
     assert comparison["scenarios"] == 96 and comparison["same_prompts"] is False
