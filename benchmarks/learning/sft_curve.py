@@ -2,6 +2,7 @@
 
     python -m benchmarks.learning.sft_curve --config configs/smollm2_cpu.yaml --sft_target optimal \\
         --steps 40 80 120 --work_dir runs/sft_curve/optimal --output benchmarks/results/sft_curve_optimal.json
+    # without --sft_target the preset's target (configs/smollm2_cpu.yaml: the heuristic's plans)
     python -m benchmarks.learning.sft_curve --render benchmarks/results/sft_curve_optimal.json   # its table
     python -m benchmarks.learning.sft_curve --compare A.json B.json   # B - A per common step, paired (JSON)
 
@@ -48,7 +49,9 @@ COLUMNS = (  # (summary key, header, format)
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--config", help="train_grpo.py preset, e.g. configs/smollm2_cpu.yaml")
-    parser.add_argument("--sft_target", default="optimal", help="the planner the warm start imitates")
+    parser.add_argument(
+        "--sft_target", default=None, help="the planner the warm start imitates (default: the preset's)"
+    )
     parser.add_argument("--steps", type=int, nargs="+", default=[40, 80, 120], help="checkpoints to score")
     parser.add_argument("--eval_scenarios", type=int, default=96)
     parser.add_argument("--eval_tasks", nargs="+", default=None, help="default: the preset's tasks")
@@ -139,11 +142,13 @@ def main(argv: list[str] | None = None) -> dict | None:
     steps = sorted(set(args.steps))
     work_dir = Path(args.work_dir)
     parsed = train_grpo.parse_args(
-        ["--config", args.config, *train_flags, "--sft_target", args.sft_target]
+        ["--config", args.config, *train_flags]
+        + (["--sft_target", args.sft_target] if args.sft_target else [])
         + ["--sft_steps", str(steps[-1]), "--output_dir", str(work_dir), "--report_to", "none"]
         + ["--eval_scenarios", "0"]
     )
     script_args, training_args, model_args = parsed
+    args.sft_target = script_args.sft_target  # what the result names: the flag's, else the preset's
     script_args.sft_num_examples = steps[-1] * script_args.sft_batch_size  # each example seen once
     if not args.reuse:
         import shutil

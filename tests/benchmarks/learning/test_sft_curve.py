@@ -48,3 +48,4 @@ def test_command_line_needs_a_config_and_an_output_and_positive_steps():
         sft_curve.parse(["--config", "c.yaml", "--output", "o.json", "--steps", "0"])
     args, flags = sft_curve.parse(["--config", "c.yaml", "--output", "o.json", "--sft_learning_rate", "1e-4"])
     assert (args.steps, flags) == ([40, 80, 120], ["--sft_learning_rate", "1e-4"])
+    assert args.sft_target is None  # the run takes the preset's target and names it in the result
