@@ -280,6 +280,8 @@ def _top_level_objects(region: str) -> _Found:
     if start == -1:
         return _Found([], None, "", False)
     last_marker = max(region.rfind('"jobs"'), region.rfind("\\"))  # no plan-like object starts after it
+    if _cut_off(region, start, last_marker):
+        return _Found([], None, "", False)
     object_end = _ObjectEnds(region)
     plans: list[str] = []
     first_other: dict | None = None
@@ -319,6 +321,28 @@ def _top_level_objects(region: str) -> _Found:
     return _Found(plans, first_other, first_error, too_deep)
 
 
+def _cut_off(region: str, start: int, last_marker: int) -> bool:
+    """Whether the scan would stop after its first start without finding anything: the object opened there
+    is valid JSON that the end of the text cuts off (an answer truncated at max_completion_length), too
+    shallow to nest too deep, and no later start can be plan-like. One C decode instead of a Python pass
+    over every bracket of the object (valid JSON up to the cut puts its brackets where the pass sees them)."""
+    later = region.find("{", start + 1)
+    if later != -1 and later <= last_marker:
+        return False
+    tail = region[start:]
+    if tail.count("{") + tail.count("[") > MAX_NESTING:
+        return False
+    try:  # the padding ends any literal or number msgspec would read past the end ('{"a": t}' is no cut)
+        msgspec.json.decode(tail + _PADDING)
+    except msgspec.DecodeError as error:
+        return str(error) == _TRUNCATED
+    except UnicodeEncodeError:  # lone surrogates cannot be encoded
+        return False
+    return False
+
+
+_TRUNCATED = "Input data was truncated"  # msgspec's message for valid JSON that ends inside a value
+_PADDING = " " * 8  # whitespace, valid between any two tokens: only an open value stays "truncated"
 _DEEP = -2  # an object end: the object nests deeper than MAX_NESTING before it closes
 
 

@@ -82,7 +82,7 @@ def score_batch(solved_list: Sequence[SolvedScenario], plans: Sequence[object]) 
                 distinct.append(solved)
                 offset += len(solved.job_ids)
             size, best = len(solved.job_ids), solved.optimal_objective
-            nothing = float(solved.optimal_value_by_gpus[:, 0].sum())  # every job idle
+            nothing = solved.idle_objective  # every job idle
         job_offsets.append(job_offset)
         sizes.append(size)
         optimal.append(best)

@@ -184,6 +184,9 @@ class SolvedScenario:
     optimal_plan: dict
     optimal_objective: float  # objective of optimal_plan, computed exactly as ``evaluate`` computes it
     optimal_value_by_gpus: np.ndarray  # (J, count+1) best value of each job per GPU count (-inf: none ok)
+    # (J, count+1) best value of each job with at most that many GPUs: its best response to the GPUs left
+    best_value_within_gpus: np.ndarray
+    idle_objective: float  # the objective when every job is idle (0, minus the floors' missed-SLO costs)
     gpu_name: str
     gpu_count: int
     default_kv: list[int]  # per job: the KV format a plan gets when it names none
@@ -267,6 +270,8 @@ def solve_scenario(scenario: Scenario) -> SolvedScenario:
         optimal_plan=optimal_plan,
         optimal_objective=optimal_objective,
         optimal_value_by_gpus=best_value,
+        best_value_within_gpus=np.maximum.accumulate(best_value, axis=1),
+        idle_objective=float(best_value[:, 0].sum()),
         gpu_name=scenario.cluster.gpu,
         gpu_count=count,
         default_kv=default_kv,
