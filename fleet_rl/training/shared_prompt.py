@@ -15,12 +15,14 @@ to every answer:
   so the loss and every gradient equal TRL's up to float rounding (tests/training/test_shared_prompt.py:
   full fine-tuning, LoRA, QLoRA on an NF4 base).
 
-It applies where every row of the batch has the same prompt tokens and mask (one prompt per step: the
-SmolLM2 preset). Anything else takes TRL's own path: several prompts (the tiny preset's 2 a step), vLLM,
-images, tools, MoE auxiliary losses, gradient checkpointing (it drops the cache) and, in the loss, a model
-wrapped for several processes (DDP, FSDP, DeepSpeed: one forward pass per backward). Positions count from
-the first column, padding included, as TRL's own forward does. A SmolLM2 facts step: 161.6 s on TRL's
-path, 76.2 s shared (docs/training.md "The shared prompt").
+It applies where the batch's rows come in runs of two or more adjacent rows with the same prompt tokens and
+mask (``prompt_runs``): one prompt per step (the SmolLM2 preset), or several prompts whose groups TRL lays
+out one after another (each run is shared on its own: generation prefills each run's prompt once, the loss
+runs each run's prompt once). Anything else takes TRL's own path: a lone row, vLLM, images, tools, MoE
+auxiliary losses, gradient checkpointing (it drops the cache) and, in the loss, a model wrapped for several
+processes (DDP, FSDP, DeepSpeed: one forward pass per backward). Positions count from the first column,
+padding included, as TRL's own forward does. A SmolLM2 facts step: 161.6 s on TRL's path, 76.2 s shared
+(docs/training.md "The shared prompt").
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from trl.models import unwrap_model_for_generation
 __all__ = [
     "can_share_generation",
     "can_share_logps",
+    "generation_runs",
+    "prompt_runs",
     "rows_share_prefix",
     "shared_prompt_generate",
     "shared_prompt_logps",
@@ -42,10 +46,20 @@ __all__ = [
 
 def rows_share_prefix(input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix_len: int) -> bool:
     """True when two rows or more have the same first ``prefix_len`` tokens and mask, all of them."""
+    return prompt_runs(input_ids, attention_mask, prefix_len) == [slice(0, input_ids.size(0))]
+
+
+def prompt_runs(input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix_len: int) -> list[slice] | None:
+    """The runs of adjacent rows with the same first ``prefix_len`` tokens and mask (a GRPO batch lays each
+    prompt's group out together), when every run has two rows or more and there is a prefix to cache; else
+    None: a lone row gains nothing from a shared pass."""
     if input_ids.size(0) < 2 or prefix_len < 2:
-        return False
+        return None
     ids, mask = input_ids[:, :prefix_len], attention_mask[:, :prefix_len]
-    return bool((ids == ids[:1]).all() and (mask == mask[:1]).all())
+    same_as_previous = ((ids[1:] == ids[:-1]) & (mask[1:] == mask[:-1])).all(dim=1)
+    starts = [0, *(torch.nonzero(~same_as_previous).flatten() + 1).tolist(), input_ids.size(0)]
+    runs = [slice(start, end) for start, end in zip(starts, starts[1:], strict=False)]
+    return runs if all(run.stop - run.start >= 2 for run in runs) else None
 
 
 def tokens_until_eos(completion_ids: torch.Tensor, eos_token_ids: list[int]) -> list[list[int]]:
@@ -79,29 +93,46 @@ def _repeated(cache: DynamicCache, rows: int, config) -> DynamicCache:
 
 
 def can_share_logps(trainer, model, input_ids, attention_mask, logits_to_keep, compute_aux_loss, multimodal):
-    """Whether the loss's pass may run the prompt once: every row shares it, and neither gradient
-    checkpointing (it drops the cache in training), a model wrapped for several processes (DDP, FSDP,
-    DeepSpeed: one forward pass per backward), an auxiliary loss nor images are in the way."""
+    """Whether the loss's pass may run each prompt once: the rows come in runs that share one
+    (``prompt_runs``), and neither gradient checkpointing (it drops the cache in training), a model wrapped
+    for several processes (DDP, FSDP, DeepSpeed: one forward pass per backward), an auxiliary loss nor
+    images are in the way."""
     prompt_len = input_ids.size(1) - logits_to_keep
     return (
         not (compute_aux_loss or trainer.args.gradient_checkpointing)
         and trainer.accelerator.unwrap_model(model) is model
         and all(value is None for value in multimodal.values())
-        and rows_share_prefix(input_ids, attention_mask, prompt_len)
+        and prompt_runs(input_ids, attention_mask, prompt_len) is not None
     )
 
 
 def shared_prompt_logps(
     trainer, model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
 ):
-    """TRL's per-token log-probs and entropies of the completion tokens, with the prompt run once."""
+    """TRL's per-token log-probs and entropies of the completion tokens, with each run's prompt run once
+    (``prompt_runs``: one run when the batch is one prompt's group)."""
     # the prompt but its last token fills the cache; the last token starts the answers' pass, so that its
     # output scores the first answer token
     cached = input_ids.size(1) - logits_to_keep - 1
-    with trainer.accelerator.autocast():
-        cache = _prompt_cache(model, input_ids[:1, :cached], attention_mask[:1, :cached])
     batch_size = batch_size or input_ids.size(0)
     logps, entropies = [], []
+    for run in prompt_runs(input_ids, attention_mask, cached + 1):
+        first = slice(run.start, run.start + 1)  # the run's rows share this row's prompt
+        with trainer.accelerator.autocast():
+            cache = _prompt_cache(model, input_ids[first, :cached], attention_mask[first, :cached])
+        _answers_logps(
+            trainer, model, input_ids[run], attention_mask[run], cache, cached, logits_to_keep, batch_size,
+            compute_entropy, logps, entropies,
+        )  # fmt: skip
+    return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
+
+
+def _answers_logps(
+    trainer, model, input_ids, attention_mask, cache, cached, logits_to_keep, batch_size, compute_entropy,
+    logps, entropies,
+):  # fmt: skip
+    """Append the answers' log-probs (and entropies) of one run's rows, attending to its prompt's cache, in
+    chunks of ``batch_size`` rows."""
     for start in range(0, input_ids.size(0), batch_size):
         rows = slice(start, min(start + batch_size, input_ids.size(0)))
         answers_ids, answers_mask = input_ids[rows, cached:], attention_mask[rows]
@@ -116,12 +147,12 @@ def shared_prompt_logps(
         logps.append(outputs.log_probs[:, -logits_to_keep:])
         if compute_entropy:
             entropies.append(outputs.entropy[:, -logits_to_keep:])
-    return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
 
 def can_share_generation(trainer, prompt_ids, images, multimodal_fields, has_tool_images) -> bool:
-    """Whether generation may prefill the prompt once: TRL's transformers path (no vLLM, no continuous
-    batching, no padding multiple), text only, and one prompt of two tokens or more in every row."""
+    """Whether generation may prefill each prompt once: TRL's transformers path (no vLLM, no continuous
+    batching, no padding multiple), text only, and the rows in runs of two or more with one prompt of two
+    tokens or more (``generation_runs``)."""
     return (
         not trainer.use_vllm
         and not trainer.use_transformers_continuous_batching
@@ -129,16 +160,28 @@ def can_share_generation(trainer, prompt_ids, images, multimodal_fields, has_too
         and not has_tool_images
         and not multimodal_fields
         and trainer.pad_to_multiple_of is None
-        and len(prompt_ids) > 1
-        and len(prompt_ids[0]) > 1
-        and all(ids == prompt_ids[0] for ids in prompt_ids)
+        and generation_runs(prompt_ids) is not None
     )
 
 
+def generation_runs(prompt_ids: list[list[int]]) -> list[slice] | None:
+    """The runs of adjacent rows with the same prompt (TRL lays each prompt's group out together), when
+    every run has two rows or more and prompts of two tokens or more; else None."""
+    starts = [
+        0,
+        *(k for k in range(1, len(prompt_ids)) if prompt_ids[k] != prompt_ids[k - 1]),
+        len(prompt_ids),
+    ]
+    runs = [slice(start, end) for start, end in zip(starts, starts[1:], strict=False)]
+    if not prompt_ids or any(run.stop - run.start < 2 or len(prompt_ids[run.start]) < 2 for run in runs):
+        return None
+    return runs
+
+
 def shared_prompt_generate(trainer, prompt_ids) -> tuple[list[list[int]], None]:
-    """TRL's transformers generation, with the prompt every row shares prefilled once."""
-    device, rows = trainer.accelerator.device, len(prompt_ids)
-    prompt = torch.tensor([prompt_ids[0]], device=device)
+    """TRL's transformers generation, with each run's prompt (``generation_runs``) prefilled once; the runs
+    are generated one after another, their answers returned in the rows' order."""
+    answers: list[list[int]] = []
     with (  # profiled under TRL's name, which the learning benchmark's time split reads
         profiling_context(trainer, "transformers.generate"),
         unwrap_model_for_generation(
@@ -151,13 +194,17 @@ def shared_prompt_generate(trainer, prompt_ids) -> tuple[list[list[int]], None]:
         torch.no_grad(),
         trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
     ):
-        cache = _prompt_cache(unwrapped_model, prompt[:, :-1], torch.ones_like(prompt[:, :-1]))
-        cache.batch_repeat_interleave(rows)
-        ids = prompt.repeat(rows, 1)
-        generated = unwrapped_model.generate(
-            input_ids=ids,
-            attention_mask=torch.ones_like(ids),
-            past_key_values=cache,
-            generation_config=trainer.generation_config,
-        )
-    return tokens_until_eos(generated[:, prompt.size(1) :], trainer.eos_token_ids), None
+        for run in generation_runs(prompt_ids):
+            prompt = torch.tensor([prompt_ids[run.start]], device=trainer.accelerator.device)
+            rows = run.stop - run.start
+            cache = _prompt_cache(unwrapped_model, prompt[:, :-1], torch.ones_like(prompt[:, :-1]))
+            cache.batch_repeat_interleave(rows)
+            ids = prompt.repeat(rows, 1)
+            generated = unwrapped_model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                past_key_values=cache,
+                generation_config=trainer.generation_config,
+            )
+            answers += tokens_until_eos(generated[:, prompt.size(1) :], trainer.eos_token_ids)
+    return answers, None

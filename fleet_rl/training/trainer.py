@@ -2,9 +2,10 @@
 
 A step meets them in this order, top to bottom:
 
-1. **Shared prompt** (``share_prompt``, on by default): where every row of a batch has the same prompt (one
-   prompt per step, the SmolLM2 preset), generation prefills it once and the loss's forward and backward
-   pass run it once; the same numbers as TRL's path (``fleet_rl/training/shared_prompt.py``).
+1. **Shared prompt** (``share_prompt``, on by default): where a batch's rows come in groups that share a
+   prompt (one prompt per step, the SmolLM2 preset, or several), generation prefills each prompt once and
+   the loss's forward and backward pass run it once; the same numbers as TRL's path
+   (``fleet_rl/training/shared_prompt.py``).
 2. **Repairs from the kernel's verdict** (``explore_repair_rate``): a share of the sampled training answers
    get their failing jobs rewritten to settings the prompt's ``Fits`` line says hold them, before scoring
    (``fleet_rl/training/plan_repairs.py``).
@@ -15,8 +16,8 @@ A step meets them in this order, top to bottom:
    term at later steps; the buffer is part of every checkpoint (``fleet_rl/training/self_imitation.py``).
 
 And one fix that always applies: a resumed QLoRA run's adapters go back to bf16, as a fresh run's. With an
-option off its hook returns TRL's own method at its first line: the tiny preset (every option off but the
-shared prompt, which its two prompts a step never meet) runs TRL's code.
+option off its hook returns TRL's own method at its first line: the tiny preset (every option off,
+``share_prompt: false`` included) runs TRL's code.
 """
 
 from __future__ import annotations

@@ -311,11 +311,12 @@ def test_the_trainer_options_follow_the_script_options():
 
 
 def test_the_tiny_preset_runs_trls_code_paths_only():
-    """Every hook of FleetGRPOTrainer off but the shared prompt, which the tiny preset's two prompts a step
-    never meet (rows_share_prefix is False for them)."""
+    """Every hook of FleetGRPOTrainer off, the shared prompt included (its two prompts a step would
+    otherwise be shared group by group): the CI's training runs TRL's own code."""
     script_args, training_args, _ = train_grpo.parse_args(["--config", TINY, "--report_to", "none"])
     options = train_grpo.trainer_options(script_args)
     assert options["explore_repair_rate"] == options["job_credit"] == options["self_imitation_coef"] == 0
+    assert options["share_prompt"] is False
     prompts_per_step = training_args.per_device_train_batch_size // training_args.num_generations
     assert prompts_per_step >= 2
 

@@ -12,7 +12,7 @@ from trl import GRPOConfig, GRPOTrainer
 from trl.extras.profiling import ProfilingContext
 
 from fleet_rl.tiny_model import ensure_tiny_model
-from fleet_rl.training.shared_prompt import rows_share_prefix, tokens_until_eos
+from fleet_rl.training.shared_prompt import generation_runs, prompt_runs, rows_share_prefix, tokens_until_eos
 from fleet_rl.training.trainer import FleetGRPOTrainer
 
 GROUP = 4
@@ -28,6 +28,24 @@ def test_rows_share_a_prefix_only_when_tokens_and_mask_agree():
     assert not rows_share_prefix(ids, left_padded, 3)  # same tokens, one row padded
     assert not rows_share_prefix(ids[:1], ones[:1], 3)  # one row: nothing to share
     assert not rows_share_prefix(ids, ones, 1)  # nothing left to cache
+
+
+def test_prompt_runs_are_the_groups_of_adjacent_rows_that_share_a_prompt():
+    ids = torch.tensor([[5, 6, 7, 1], [5, 6, 7, 2], [0, 8, 9, 3], [0, 8, 9, 4], [0, 8, 9, 5]])
+    mask = torch.ones_like(ids)
+    mask[2:, 0] = 0  # the second prompt is left-padded, as TRL pads a shorter prompt
+    assert prompt_runs(ids, mask, 3) == [slice(0, 2), slice(2, 5)]
+    assert prompt_runs(ids[:3], mask[:3], 3) is None  # a lone row gains nothing: TRL's path
+    assert prompt_runs(ids, mask, 4) is None  # the answers differ
+    unpadded = torch.ones_like(ids)
+    assert prompt_runs(ids, unpadded, 3) == [slice(0, 2), slice(2, 5)]
+    mixed = mask.clone()
+    mixed[3, 0] = 1  # same tokens, one row not padded: a run of its own
+    assert prompt_runs(ids, mixed, 3) is None
+    assert generation_runs([[1, 2], [1, 2], [3, 4, 5], [3, 4, 5]]) == [slice(0, 2), slice(2, 4)]
+    assert generation_runs([[1, 2], [1, 2], [3, 4, 5]]) is None
+    assert generation_runs([[1], [1]]) is None  # nothing left to cache
+    assert generation_runs([]) is None
 
 
 def test_tokens_until_eos_keep_the_first_eos_and_whole_rows_without_one():
@@ -114,6 +132,40 @@ def test_the_shared_prompt_gives_trls_logps_loss_and_gradients(tiny_dir, tmp_pat
         else:  # peft keeps a k-bit model's adapters in bf16: they agree to bf16's rounding (2**-8), summed
             difference = (gradient.float() - trl_grads[name].float()).norm()
             assert difference <= 0.02 * trl_grads[name].float().norm(), name  # lora_A's are 0: equal
+
+
+def test_two_prompts_a_step_are_shared_group_by_group_with_trls_numbers(tiny_dir, tmp_path):
+    """Two prompts of different lengths (TRL left-pads the shorter) in one batch, each with its group."""
+    trainer = trainer_on(tiny_dir, tmp_path, lora=True, num_generations=GROUP // 2)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    prompts = ["plan the cluster number 0", "plan every cluster of the fleet, number 11"]
+    rows = [{"prompt": prompt} for prompt in prompts for _ in range(GROUP // 2)]
+    inputs = trainer._generate_and_score_completions(rows)
+    assert (inputs["prompt_mask"] == 0).any(), "equal lengths: the padded case is not tested"
+    prompt_completion = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+    mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+    assert len(prompt_runs(prompt_completion, mask, inputs["prompt_ids"].size(1))) == 2
+    assert inputs["advantages"].abs().sum() > 0, "flat groups: the gradients would all be zero"
+    trl_loss, trl_logps, trl_grads = loss_and_gradients(trainer, inputs, share=False)
+    loss, logps, grads = loss_and_gradients(trainer, inputs, share=True)
+    assert torch.allclose(logps, trl_logps, atol=1e-5)
+    assert loss == pytest.approx(trl_loss, rel=1e-5, abs=1e-7)
+    assert any(float(g.abs().max()) > 0 for g in trl_grads.values())
+    for name, gradient in grads.items():
+        assert torch.allclose(gradient, trl_grads[name], rtol=1e-4, atol=1e-6), name
+
+
+def test_two_prompts_are_answered_greedily_as_trl_does(tiny_dir, tmp_path, monkeypatch):
+    trainer = trainer_on(tiny_dir, tmp_path, lora=False, generation_kwargs={"do_sample": False})
+    tokenizer = AutoTokenizer.from_pretrained(tiny_dir)
+    prompt_ids = [tokenizer(f"plan the cluster number {i}")["input_ids"] for i in (3, 7) for _ in range(2)]
+    assert prompt_ids[0] != prompt_ids[2] and len(generation_runs(prompt_ids)) == 2
+    answers = {}
+    for share in (False, True):
+        trainer.share_prompt = share
+        answers[share], _ = trainer._generate_single_turn(prompt_ids, None, {}, 2)
+    assert answers[True] == answers[False]
 
 
 def test_the_shared_prompt_answers_greedily_as_trl_does(tiny_dir, tmp_path, monkeypatch):
