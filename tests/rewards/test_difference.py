@@ -14,7 +14,7 @@ from fleet_rl.multiagent import agent_request
 from fleet_rl.solved_scenarios import solved_scenario
 from rewards import difference_reward, fleet_reward
 from rewards.difference import FLOOR, counterfactuals
-from rewards.scoring import given_plan_from
+from rewards.scoring import best_response_value, given_plan_from
 
 
 def _fixture_seed() -> int:
@@ -133,3 +133,16 @@ def test_fleet_reward_pays_an_agent_for_its_own_contribution_only():
 def test_any_text_stays_in_bounds(text):
     (value,) = rewards(text)
     assert FLOOR <= value <= 1.0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_best_response_is_the_best_value_within_the_gpus_left(seed):
+    """``best_response_value`` reads a running maximum: it must equal the maximum over every GPU count
+    the other jobs leave free (0 included: the job idle), for every job and every share they take."""
+    solved = solved_scenario(make_scenario("multiagent", seed))
+    values = solved.optimal_value_by_gpus
+    for job in range(len(solved.job_ids)):
+        for taken in range(solved.gpu_count + 3):  # more than the cluster: nothing left
+            free = max(solved.gpu_count - taken, 0)
+            assert best_response_value(solved, job, taken) == max(values[job, : free + 1])
+    assert solved.idle_objective == pytest.approx(float(values[:, 0].sum()))

@@ -147,6 +147,20 @@ def test_truncated_json_is_bad_json():
     assert parse_plan(PLAN_TEXT[:-1]).error == BAD_JSON
 
 
+@pytest.mark.parametrize("cut", [10, 37, 80, -2])
+def test_an_answer_cut_off_anywhere_is_an_object_that_never_closes(cut):
+    # rewards/parsing.py recognises a cut-off object by one decode: every cut gives the scan's own verdict
+    for answer in (PLAN_TEXT[:cut], f"Here it is:\n```json\n{PLAN_TEXT[:cut]}"):
+        result = parse_plan(answer)
+        assert (result.error, result.detail) == (BAD_JSON, "unbalanced braces: the object never closes")
+
+
+def test_a_closed_object_msgspec_calls_truncated_is_not_cut_off():
+    # msgspec reads 4 bytes for a literal: '{"a": t}' is "truncated" to it, yet the object closes
+    result = parse_plan('{"a": t}')
+    assert result.error == BAD_JSON and "never closes" not in result.detail
+
+
 def test_stray_prose_brace_before_plan():
     # An unclosed "{" in prose must not swallow the plan that follows it.
     assert_design_plan(parse_plan(f'Mind the {{ brace and the " quote. {PLAN_TEXT}'))
