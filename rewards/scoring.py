@@ -258,19 +258,11 @@ def _judge(scored: ScoredBatch, solved: list[SolvedScenario], agents: list) -> _
         agent_plans = np.flatnonzero(is_agent)
         agent_rows = first_row[agent_plans] + agent_job[agent_plans]
         taken = np.bincount(plan_of_row, weights=np.where(own_row, 0, rows.gpus), minlength=num_plans)
-        # values over the job's idle value (0, or a floor job's missed-SLO cost): what answering adds; the
-        # best response is one lookup in the running maximum over GPU counts (the GPUs the others leave)
-        idle, best = np.array(
-            [
-                (s.optimal_value_by_gpus[job, 0], s.best_value_within_gpus[job, max(s.gpu_count - int(t), 0)])
-                for s, job, t in zip(
-                    [solved[p] for p in agent_plans.tolist()],
-                    agent_job[agent_plans].tolist(),
-                    taken[agent_plans].tolist(),
-                    strict=True,
-                )
-            ]
-        ).T
+        # values over the job's idle value (0, or a floor job's missed-SLO cost): what answering adds
+        idle = np.array([solved[p].optimal_value_by_gpus[agent_job[p], 0] for p in agent_plans.tolist()])
+        best = np.array(
+            [best_response_value(solved[p], agent_job[p], int(taken[p])) for p in agent_plans.tolist()]
+        )
         best = np.maximum(best - idle, 0.0)
         value = scored.values[agent_rows] - idle
         agent_runs = runs[agent_rows]

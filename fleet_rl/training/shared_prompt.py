@@ -57,7 +57,12 @@ def prompt_runs(input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix_le
         return None
     ids, mask = input_ids[:, :prefix_len], attention_mask[:, :prefix_len]
     same_as_previous = ((ids[1:] == ids[:-1]) & (mask[1:] == mask[:-1])).all(dim=1)
-    starts = [0, *(torch.nonzero(~same_as_previous).flatten() + 1).tolist(), input_ids.size(0)]
+    return _runs((torch.nonzero(~same_as_previous).flatten() + 1).tolist(), input_ids.size(0))
+
+
+def _runs(changes: list[int], rows: int) -> list[slice] | None:
+    """The runs of rows between the rows where the prompt changes, or None if a run has a single row."""
+    starts = [0, *changes, rows]
     runs = [slice(start, end) for start, end in zip(starts, starts[1:], strict=False)]
     return runs if all(run.stop - run.start >= 2 for run in runs) else None
 
@@ -120,33 +125,21 @@ def shared_prompt_logps(
         first = slice(run.start, run.start + 1)  # the run's rows share this row's prompt
         with trainer.accelerator.autocast():
             cache = _prompt_cache(model, input_ids[first, :cached], attention_mask[first, :cached])
-        _answers_logps(
-            trainer, model, input_ids[run], attention_mask[run], cache, cached, logits_to_keep, batch_size,
-            compute_entropy, logps, entropies,
-        )  # fmt: skip
+        for start in range(run.start, run.stop, batch_size):  # the run's answers attend to its cache
+            rows = slice(start, min(start + batch_size, run.stop))
+            answers_ids, answers_mask = input_ids[rows, cached:], attention_mask[rows]
+            # the fused head scores labels[:, 1:], the answer tokens; padding is not scored
+            labels = answers_ids.masked_fill(answers_mask[:, cached:] == 0, -100)
+            repeated = _repeated(cache, answers_ids.size(0), model.config)
+            with trainer.accelerator.autocast():
+                outputs = model(
+                    input_ids=answers_ids, attention_mask=answers_mask, past_key_values=repeated,
+                    labels=labels, fused_lm_head=True,
+                )  # fmt: skip
+            logps.append(outputs.log_probs[:, -logits_to_keep:])
+            if compute_entropy:
+                entropies.append(outputs.entropy[:, -logits_to_keep:])
     return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
-
-
-def _answers_logps(
-    trainer, model, input_ids, attention_mask, cache, cached, logits_to_keep, batch_size, compute_entropy,
-    logps, entropies,
-):  # fmt: skip
-    """Append the answers' log-probs (and entropies) of one run's rows, attending to its prompt's cache, in
-    chunks of ``batch_size`` rows."""
-    for start in range(0, input_ids.size(0), batch_size):
-        rows = slice(start, min(start + batch_size, input_ids.size(0)))
-        answers_ids, answers_mask = input_ids[rows, cached:], attention_mask[rows]
-        # the fused head scores labels[:, 1:], the answer tokens; padding is not scored
-        labels = answers_ids.masked_fill(answers_mask[:, cached:] == 0, -100)
-        repeated = _repeated(cache, answers_ids.size(0), model.config)
-        with trainer.accelerator.autocast():
-            outputs = model(
-                input_ids=answers_ids, attention_mask=answers_mask, past_key_values=repeated,
-                labels=labels, fused_lm_head=True,
-            )  # fmt: skip
-        logps.append(outputs.log_probs[:, -logits_to_keep:])
-        if compute_entropy:
-            entropies.append(outputs.entropy[:, -logits_to_keep:])
 
 
 def can_share_generation(trainer, prompt_ids, images, multimodal_fields, has_tool_images) -> bool:
@@ -167,15 +160,10 @@ def can_share_generation(trainer, prompt_ids, images, multimodal_fields, has_too
 def generation_runs(prompt_ids: list[list[int]]) -> list[slice] | None:
     """The runs of adjacent rows with the same prompt (TRL lays each prompt's group out together), when
     every run has two rows or more and prompts of two tokens or more; else None."""
-    starts = [
-        0,
-        *(k for k in range(1, len(prompt_ids)) if prompt_ids[k] != prompt_ids[k - 1]),
-        len(prompt_ids),
-    ]
-    runs = [slice(start, end) for start, end in zip(starts, starts[1:], strict=False)]
-    if not prompt_ids or any(run.stop - run.start < 2 or len(prompt_ids[run.start]) < 2 for run in runs):
+    if not prompt_ids or any(len(ids) < 2 for ids in prompt_ids):
         return None
-    return runs
+    changes = [k for k in range(1, len(prompt_ids)) if prompt_ids[k] != prompt_ids[k - 1]]
+    return _runs(changes, len(prompt_ids))
 
 
 def shared_prompt_generate(trainer, prompt_ids) -> tuple[list[list[int]], None]:
