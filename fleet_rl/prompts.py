@@ -16,7 +16,7 @@ names jobs the scenario does not have (the IRD "invented id" rule), and copying 
 Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
 own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
 
-Five styles:
+Six styles:
 
 - ``"full"`` (default; for instruction-tuned LLMs): the schema, the rules and physics, a worked example, and
   the scenario's facts.
@@ -36,6 +36,12 @@ Five styles:
   ``"activation_checkpointing": false`` at the stated tensor parallelism, where the prompt promised a fit
   only with checkpointing, in 23 of its 31 out-of-memory jobs on the 96 held-out scenarios
   (``python -m benchmarks.learning.fault_causes``).
+- ``"sized_batching_kinds"`` (issue #68): ``sized_batching`` whose last line names each job's kind beside
+  its id, "in this order: finetune (train), translate (serve)", where the policy copies the id from. An
+  imitator of the heuristic on ``sized_batching`` wrote a serve job's keys (kv_cache, 16-bit norms) for 22
+  of its 111 train/lora jobs and a training job's (micro_batch_size) for 15 of its 52 serve jobs on the 96
+  held-out scenarios, and the same on its own training prompts: the kind sits in a job line hundreds of
+  tokens back (``python -m benchmarks.learning.fault_causes``, ``keys_by_kind``).
 - ``"compact"`` (the tiny random test model, whose context is small): the schema and the scenario JSON. It
   names the GPU and the models but gives none of their figures, so a policy can only learn names by heart;
   kept for the tests and for comparison with earlier results.
@@ -46,7 +52,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, get_args
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
 from fleet_rl.kernel.constants import UTILITY_EXPONENT
@@ -64,8 +70,8 @@ __all__ = [
     "user_prompt",
 ]
 
-PromptStyle = Literal["full", "facts", "sized", "sized_batching", "compact"]
-PROMPT_STYLES: tuple[str, ...] = ("full", "facts", "sized", "sized_batching", "compact")
+PromptStyle = Literal["full", "facts", "sized", "sized_batching", "sized_batching_kinds", "compact"]
+PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
 
 EXAMPLE_SCENARIO = Scenario.from_dict(
     {
@@ -155,6 +161,10 @@ with activation_checkpointing) fits in memory. A smaller tensor_parallel at that
 _BATCHING_TEXT = """\
 For train/lora it then says the largest micro_batch_size that fits at that tensor_parallel without
 activation_checkpointing, or that it fits only with activation_checkpointing."""
+# What the "sized_batching_kinds" style adds to that.
+_KINDS_TEXT = """\
+The last line names each job's kind after its id: a serve job's entry takes kv_cache, a train or lora
+job's micro_batch_size and activation_checkpointing."""
 
 
 def _example_text() -> str:
@@ -181,8 +191,9 @@ def system_prompt(style: PromptStyle = "full") -> str:
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}"
     if style == "sized":
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}"
-    if style == "sized_batching":
-        return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}\n{_BATCHING_TEXT}"
+    if style in ("sized_batching", "sized_batching_kinds"):
+        kinds = f"\n{_KINDS_TEXT}" if style == "sized_batching_kinds" else ""
+        return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}\n{_BATCHING_TEXT}{kinds}"
     answer_style = "Think briefly if you need to, then give the JSON answer in a ```json fence."
     return f"{intro}\n\n{_SCHEMA_TEXT}\n{answer_style}\n\n{_RULES_TEXT}\n\n{_example_text()}"
 
@@ -234,13 +245,15 @@ def _fit_words(fit: ReplicaFit, words: dict[str, str], training: bool) -> str:
     return f"{fit.fmt} tp {fit.tensor_parallel}, {batching}"
 
 
-def _whole_plan_request(scenario: Scenario) -> str:
-    """The user message's last line: every job the plan must list, by id, in the scenario's order.
+def _whole_plan_request(scenario: Scenario, kinds: bool = False) -> str:
+    """The user message's last line: every job the plan must list, by id, in the scenario's order; with
+    ``kinds``, each id followed by its job's kind, "finetune (train)".
 
     Why: a small policy decides at the end of each job's entry whether the list goes on, and without this
     line only the job lines hundreds of tokens back tell it how many entries remain; naming the ids right
-    before the answer lets it copy the next one (issue #68: policies named the first job alone)."""
-    ids = scenario.job_ids
+    before the answer lets it copy the next one (issue #68: policies named the first job alone). The kind
+    beside the id it copies decides which keys the entry takes (``sized_batching_kinds``)."""
+    ids = [f"{job.id} ({job.kind})" for job in scenario.jobs] if kinds else scenario.job_ids
     if len(ids) == 1:
         return f"Write the plan for its one job: {ids[0]}."
     return f"Write the plan for all {len(ids)} jobs, one entry each, in this order: {', '.join(ids)}."
@@ -259,16 +272,16 @@ def user_prompt(
         raise ValueError(f"agent {agent!r} is not a job of the scenario; jobs: {', '.join(scenario.job_ids)}")
     if style == "compact":
         lines = [f"Scenario: {scenario.to_json()}"]
-    elif style in ("sized", "sized_batching"):
+    elif style in ("sized", "sized_batching", "sized_batching_kinds"):
         fits = replica_fits(scenario)
         lines = [_gpu_line(scenario), "Jobs:"]
         for job in scenario.jobs:
-            training = style == "sized_batching" and job.kind != "serve"
+            training = style != "sized" and job.kind != "serve"
             lines += [_job_line(job), _fits_line(fits[job.id], training=training)]
     else:
         lines = [_gpu_line(scenario), "Jobs:", *(_job_line(job) for job in scenario.jobs)]
     if agent is None:
-        lines.append(_whole_plan_request(scenario))
+        lines.append(_whole_plan_request(scenario, kinds=style == "sized_batching_kinds"))
         return "\n".join(lines)
     given_jobs = [job for job in (given_plan or {}).get("jobs", []) if job.get("id") != agent]
     taken = sum(int(job.get("gpus", 0)) for job in given_jobs)

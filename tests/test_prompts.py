@@ -86,7 +86,7 @@ def test_multiagent_prompt_gives_the_other_parts_and_the_free_gpus():
 
 def test_bad_arguments_raise_clear_errors():
     scenario = make_scenario("easy", 0)
-    valid = "full, facts, sized, sized_batching, compact"
+    valid = "full, facts, sized, sized_batching, sized_batching_kinds, compact"
     with pytest.raises(ValueError, match=f"unknown prompt style 'long'; valid styles: {valid}"):
         build_messages(scenario, style="long")
     with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):
@@ -197,12 +197,14 @@ def test_a_whole_plan_request_ends_by_naming_every_job_in_order(task, seed):
     scenario = make_scenario(task, seed, "eval")
     for style in PROMPT_STYLES:
         last = user_prompt(scenario, style=style).splitlines()[-1]
+        kinds = style == "sized_batching_kinds"  # each id followed by its kind
+        names = [f"{job.id} ({job.kind})" if kinds else job.id for job in scenario.jobs]
         if len(scenario.jobs) == 1:
-            assert last == f"Write the plan for its one job: {scenario.job_ids[0]}."
+            assert last == f"Write the plan for its one job: {names[0]}."
         else:
             assert last == (
                 f"Write the plan for all {len(scenario.jobs)} jobs, one entry each, in this order: "
-                + ", ".join(scenario.job_ids)
+                + ", ".join(names)
                 + "."
             )
 
@@ -242,6 +244,23 @@ def test_the_sized_batching_style_is_sized_plus_how_each_training_job_batches():
     # its tune (lora llama-3.1-8b, 1k tokens) fits one GPU at every format, 8 sequences a micro-batch
     words = "micro_batch_size 8 without checkpointing"
     assert f"  Fits: bf16 tp 1, {words}; fp8 tp 1, {words}; int4 tp 1, {words}." in batching
+
+
+def test_the_sized_batching_kinds_style_names_each_jobs_kind_beside_its_id_in_the_last_line():
+    """Issue #68: the imitator on sized_batching wrote a serve job's keys for training jobs and the reverse;
+    the kinds style is sized_batching with each job's kind beside the id the policy copies."""
+    scenario = make_scenario("medium", 3)
+    system, user = build_messages(scenario, style="sized_batching_kinds")
+    assert system["content"].startswith(system_prompt("sized_batching"))
+    assert "a serve job's entry takes kv_cache" in system["content"]
+    batching, kinds = user_prompt(scenario, style="sized_batching").splitlines(), user["content"].splitlines()
+    assert batching[:-1] == kinds[:-1]
+    named = ", ".join(f"{job.id} ({job.kind})" for job in scenario.jobs)
+    request = f"Write the plan for all {len(scenario.jobs)} jobs, one entry each, in this order: {named}."
+    assert kinds[-1] == request
+    one = make_scenario("easy", 0)
+    (job,) = one.jobs
+    assert user_prompt(one, style="sized_batching_kinds").endswith(f"its one job: {job.id} ({job.kind}).")
 
 
 def test_a_training_job_that_fits_only_with_checkpointing_is_told_so():

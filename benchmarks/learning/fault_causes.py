@@ -23,6 +23,13 @@ at which one replica fits at micro-batch 1 with activation checkpointing):
 
 Issue #68: the 90-step heuristic imitator on the ``sized`` prompt had 31 out-of-memory jobs on the 96
 held-out scenarios, 23 of them at the stated tensor parallelism or more with checkpointing off.
+
+``keys_by_kind`` counts, per kind of job (``serve``, ``training`` for train and lora), the running part's
+kind-specific keys (``serve``: kv_cache; ``training``: micro_batch_size, activation_checkpointing or
+sharding; ``both``; ``defaults``: neither, or only their default values, which a parsed plan drops), over
+the parts given GPUs: keys of the other kind say the policy did not
+tell which kind of job it was writing (issue #68: the imitator on ``sized_batching`` wrote a serve job's
+keys for 22 of its 111 placed training jobs).
 """
 
 from __future__ import annotations
@@ -33,7 +40,19 @@ import json
 import sys
 from pathlib import Path
 
-__all__ = ["fault_causes", "oom_cause"]
+__all__ = ["fault_causes", "keys_written", "oom_cause"]
+
+_TRAINING_KEYS = ("micro_batch_size", "activation_checkpointing", "sharding")
+
+
+def keys_written(part: dict) -> str:
+    """Which kind's keys a parsed plan entry carries (``plan_to_dict``: defaults dropped): ``serve``
+    (kv_cache), ``training`` (micro_batch_size, activation_checkpointing, sharding), ``both`` or
+    ``defaults`` (none beyond their default values)."""
+    serve, training = "kv_cache" in part, any(key in part for key in _TRAINING_KEYS)
+    return {(True, False): "serve", (False, True): "training", (True, True): "both"}.get(
+        (serve, training), "defaults"
+    )
 
 
 def oom_cause(part: dict, fits: list) -> str:
@@ -73,6 +92,7 @@ def fault_causes(evaluation_file: dict, policy: str = "after") -> dict:
     if len(rows) != len(completions):
         raise ValueError(f"{len(completions)} answers for {len(rows)} held-out rows: not this evaluation")
     statuses, reasons, causes = collections.Counter(), collections.Counter(), collections.Counter()
+    keys_by_kind = {"serve": collections.Counter(), "training": collections.Counter()}
     unparsed = 0
     for row, completion in zip(rows, completions, strict=True):
         parsed = parse_plan(completion).plan
@@ -83,12 +103,16 @@ def fault_causes(evaluation_file: dict, policy: str = "after") -> dict:
         result = evaluate(scenario, plan)
         reasons.update(reason.split(":")[0] for reason in result.reasons)
         by_id = {job.id: job for job in result.jobs}
+        kinds = {job.id: job.kind for job in scenario.jobs}
         fits = None
         for part in plan["jobs"]:
             job = by_id.get(part["id"])
             if job is None:
                 continue
             statuses[job.status] += 1
+            if part["gpus"] > 0 and part["id"] in kinds:
+                kind = "serve" if kinds[part["id"]] == "serve" else "training"
+                keys_by_kind[kind][keys_written(part)] += 1
             if job.status == "oom":
                 fits = fits or replica_fits(scenario)
                 causes[oom_cause(part, fits[part["id"]])] += 1
@@ -99,6 +123,7 @@ def fault_causes(evaluation_file: dict, policy: str = "after") -> dict:
         "job_statuses": dict(statuses.most_common()),
         "reason_codes": dict(reasons.most_common()),
         "oom_causes": dict(causes.most_common()),
+        "keys_by_kind": {kind: dict(counts.most_common()) for kind, counts in keys_by_kind.items()},
     }
 
 

@@ -67,7 +67,8 @@ class FleetScriptArguments:
         default="full",
         metadata={
             "help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (sized: small models; sized_batching: "
-            "sized plus how each training job batches; facts on the compact recipe: +3.6 [+0.5, +7.0])."
+            "sized plus how each training job batches; sized_batching_kinds: that plus each job's kind "
+            "in the last line; facts on the compact recipe: +3.6 [+0.5, +7.0])."
         },
     )
 

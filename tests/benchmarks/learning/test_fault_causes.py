@@ -41,6 +41,45 @@ def test_an_out_of_memory_part_is_classed_by_what_its_formats_fits_entry_said(pa
     assert module.oom_cause(part, FITS) == cause
 
 
+@pytest.mark.parametrize(
+    ("extra", "written"),
+    [
+        ({"kv_cache": "fp8"}, "serve"),
+        ({"micro_batch_size": 4}, "training"),
+        ({"activation_checkpointing": True}, "training"),
+        ({"sharding": "full"}, "training"),
+        ({"kv_cache": "fp8", "micro_batch_size": 2}, "both"),
+        ({}, "defaults"),
+    ],
+)
+def test_the_keys_a_part_carries_are_named_by_the_kind_they_belong_to(extra, written):
+    assert module.keys_written({"id": "j", "gpus": 1, "tensor_parallel": 1} | extra) == written
+
+
+def test_a_serve_jobs_keys_on_a_training_job_are_counted_against_its_kind(tmp_path):
+    """The heuristic writes each placed job's own kind's keys; one training job given a kv_cache instead of
+    its batching is counted as a training job with serve keys. Idle jobs (0 GPUs) are not counted."""
+    rows = eval_rows(SETTINGS)
+    plans = [heuristic(Scenario.from_json(row["scenario"])) for row in rows]
+    honest = _write(tmp_path / "honest.json", [format_answer(plan) for plan in plans])
+    counts = module.main([str(honest)])["keys_by_kind"]
+    assert set(counts["serve"]) <= {"serve", "defaults"}
+    assert set(counts["training"]) <= {"training", "defaults"}
+    part = next(part for plan in plans for part in plan["jobs"] if "micro_batch_size" in part)
+    for key in ("micro_batch_size", "activation_checkpointing"):
+        part.pop(key)
+    part["kv_cache"] = "bf16"
+    confused = _write(tmp_path / "confused.json", [format_answer(plan) for plan in plans])
+    after = module.main([str(confused)])["keys_by_kind"]
+    assert after["training"].get("serve", 0) == counts["training"].get("serve", 0) + 1
+    assert sum(after["training"].values()) == sum(counts["training"].values())
+
+
+def _write(path, answers: list[str]):
+    path.write_text(json.dumps({"key": {"settings": SETTINGS}, "evaluation": {"completions": answers}}))
+    return path
+
+
 def _crashing(rows: list[dict]) -> tuple[int, dict]:
     """A row and the heuristic's plan for it with a training job's micro-batch raised until it crashes."""
     for index, row in enumerate(rows):
