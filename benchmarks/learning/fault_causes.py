@@ -27,9 +27,9 @@ held-out scenarios, 23 of them at the stated tensor parallelism or more with che
 ``keys_by_kind`` counts, per kind of job (``serve``, ``training`` for train and lora), the running part's
 kind-specific keys (``serve``: kv_cache; ``training``: micro_batch_size, activation_checkpointing or
 sharding; ``both``; ``defaults``: neither, or only their default values, which a parsed plan drops), over
-the parts given GPUs: keys of the other kind say the policy did not
-tell which kind of job it was writing (issue #68: the imitator on ``sized_batching`` wrote a serve job's
-keys for 22 of its 111 placed training jobs).
+the parts given GPUs: keys of the other kind say the policy did not tell which kind of job it was writing
+(issue #68: the imitator on ``sized_batching`` wrote a serve job's keys for 22 of its 111 placed training
+jobs).
 """
 
 from __future__ import annotations
