@@ -110,7 +110,7 @@ def fault_causes(evaluation_file: dict, policy: str = "after") -> dict:
             if job is None:
                 continue
             statuses[job.status] += 1
-            if part["gpus"] > 0 and part["id"] in kinds:
+            if part["gpus"] > 0:  # by_id holds the scenario's jobs only
                 kind = "serve" if kinds[part["id"]] == "serve" else "training"
                 keys_by_kind[kind][keys_written(part)] += 1
             if job.status == "oom":

@@ -101,9 +101,7 @@ def test_an_evaluation_file_is_counted_per_job_and_the_command_prints_it(tmp_pat
     index, crashed = _crashing(rows)
     answers[index] = format_answer(crashed)
     answers[(index + 1) % len(rows)] = "no plan here"
-    path = tmp_path / "evaluation.json"
-    path.write_text(json.dumps({"key": {"settings": SETTINGS}, "evaluation": {"completions": answers}}))
-    counts = module.main([str(path)])
+    counts = module.main([str(_write(tmp_path / "evaluation.json", answers))])
     assert json.loads(capsys.readouterr().out) == counts
     assert (counts["answers"], counts["unparsed_answers"], counts["prompt_style"]) == (6, 1, "sized")
     assert counts["job_statuses"]["oom"] == counts["reason_codes"]["oom"] == 1
@@ -111,8 +109,7 @@ def test_an_evaluation_file_is_counted_per_job_and_the_command_prints_it(tmp_pat
 
 
 def test_an_evaluation_of_other_rows_is_refused_in_one_line(tmp_path):
-    path = tmp_path / "evaluation.json"
-    path.write_text(json.dumps({"key": {"settings": SETTINGS}, "evaluation": {"completions": ["{}"]}}))
+    path = _write(tmp_path / "evaluation.json", ["{}"])
     with pytest.raises(SystemExit, match="fault_causes: error: .*1 answers for 6 held-out rows"):
         module.main([str(path)])
 
