@@ -40,6 +40,7 @@ from fleet_rl.kernel.constants import UTILITY_EXPONENT
 from fleet_rl.replica_fit import part_status, tensor_parallel_sizes
 from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
+from fleet_rl.throughput_floor import fewest_gpus_that_run
 
 __all__ = ["heuristic"]
 
@@ -80,16 +81,6 @@ def _replicas(solved: SolvedScenario, job: Job, half: str, fp8: bool) -> Iterato
                     yield candidate
 
 
-def _fewest_gpus_that_run(solved: SolvedScenario, part: dict, free: int) -> int | None:
-    """The fewest GPUs (whole replicas of ``part``, at most ``free``) at which the job runs (meets its
-    ``min_tokens_per_s``), or None."""
-    step = part["tensor_parallel"]
-    for gpus in range(step, free + 1, step):
-        if part_status(solved, part | {"gpus": gpus}) == "ok":
-            return gpus
-    return None
-
-
 def heuristic(scenario: Scenario, seed: int = 0, given_plan: Mapping | None = None) -> dict:
     """Formats by kind, memory first, GPUs by priority (see the module docstring).
 
@@ -108,7 +99,7 @@ def heuristic(scenario: Scenario, seed: int = 0, given_plan: Mapping | None = No
     # without a floor takes its first part that fits, one with a floor its first that meets the floor
     for job in sorted(planned, key=lambda job: (job.min_tokens_per_s is None, -job.priority)):
         for part in _replicas(solved, job, half, fp8):
-            gpus = _fewest_gpus_that_run(solved, part, free)
+            gpus = fewest_gpus_that_run(solved, part, free)
             if gpus is not None:
                 parts[job.id], placed[job.id] = part, gpus
                 free -= gpus

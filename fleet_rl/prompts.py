@@ -16,7 +16,7 @@ names jobs the scenario does not have (the IRD "invented id" rule), and copying 
 Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
 own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
 
-Six styles:
+Seven styles:
 
 - ``"full"`` (default; for instruction-tuned LLMs): the schema, the rules and physics, a worked example, and
   the scenario's facts.
@@ -43,6 +43,12 @@ Six styles:
   scenarios: the kind sits in a job line hundreds of tokens back (``python -m
   benchmarks.learning.fault_causes``, ``keys_by_kind``). Measured, not adopted: the same SFT on this style
   mixes the kinds less but scores 34.6 % of the optimum against 36.6 % (docs/experiment-log.md).
+- ``"sized_batching_floors"`` (issue #68): ``sized_batching`` whose Fits entries, for a job with a
+  ``min_tokens_per_s``, also say the fewest GPUs at which that format meets the floor (the kernel's
+  throughput verdict on the job alone, ``fleet_rl/throughput_floor.py``, as the Fits entry is its memory
+  verdict). An imitator of the heuristic on ``sized_batching`` got the GPU split wrong more than any other
+  field, and the heuristic gives a job with a floor the fewest replicas that meet it, a figure no other
+  style states.
 - ``"compact"`` (the tiny random test model, whose context is small): the schema and the scenario JSON. It
   names the GPU and the models but gives none of their figures, so a policy can only learn names by heart;
   kept for the tests and for comparison with earlier results.
@@ -60,6 +66,8 @@ from fleet_rl.kernel.constants import UTILITY_EXPONENT
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES
 from fleet_rl.replica_fit import ReplicaFit, replica_fits
 from fleet_rl.scenario import Scenario
+from fleet_rl.solved_scenarios import solved_scenario
+from fleet_rl.throughput_floor import floor_gpus
 
 __all__ = [
     "EXAMPLE_SCENARIO",
@@ -71,8 +79,11 @@ __all__ = [
     "user_prompt",
 ]
 
-PromptStyle = Literal["full", "facts", "sized", "sized_batching", "sized_batching_kinds", "compact"]
+PromptStyle = Literal[
+    "full", "facts", "sized", "sized_batching", "sized_batching_kinds", "sized_batching_floors", "compact"
+]
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
+_BATCHING_STYLES = ("sized_batching", "sized_batching_kinds", "sized_batching_floors")
 
 EXAMPLE_SCENARIO = Scenario.from_dict(
     {
@@ -166,6 +177,11 @@ activation_checkpointing, or that it fits only with activation_checkpointing."""
 _KINDS_TEXT = """\
 The last line names each job's kind after its id: a serve job's entry takes kv_cache, a train or lora
 job's micro_batch_size and activation_checkpointing."""
+# What the "sized_batching_floors" style adds to "sized_batching" (fleet_rl/throughput_floor.py).
+_FLOORS_TEXT = """\
+For a job with min_tokens_per_s, each format then says the fewest GPUs (whole replicas at that
+tensor_parallel and batching, the job alone on the cluster) at which it meets min_tokens_per_s; on fewer
+it is too slow and earns nothing."""
 
 
 def _example_text() -> str:
@@ -192,9 +208,12 @@ def system_prompt(style: PromptStyle = "full") -> str:
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}"
     if style == "sized":
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}"
-    if style in ("sized_batching", "sized_batching_kinds"):
-        kinds = f"\n{_KINDS_TEXT}" if style == "sized_batching_kinds" else ""
-        return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}\n{_BATCHING_TEXT}{kinds}"
+    if style in _BATCHING_STYLES:
+        extra = {"sized_batching_kinds": f"\n{_KINDS_TEXT}", "sized_batching_floors": f"\n{_FLOORS_TEXT}"}
+        return (
+            f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}\n{_BATCHING_TEXT}"
+            + extra.get(style, "")
+        )
     answer_style = "Think briefly if you need to, then give the JSON answer in a ```json fence."
     return f"{intro}\n\n{_SCHEMA_TEXT}\n{answer_style}\n\n{_RULES_TEXT}\n\n{_example_text()}"
 
@@ -227,12 +246,26 @@ def _job_line(job) -> str:
     )
 
 
-def _fits_line(fits: list[ReplicaFit], training: bool) -> str:
+def _fits_line(fits: list[ReplicaFit], training: bool, floors: list[int | None] | None = None) -> str:
     """A job's fits as the ``sized`` style words them: "Fits: bf16 tp 4; fp8 tp 2; int4 tp 1"; with
-    ``training`` (a train/lora job in the ``sized_batching`` style) each also says how it batches there:
-    "bf16 tp 2, micro_batch_size 4 without checkpointing; fp8 tp 1, only with activation_checkpointing"."""
+    ``training`` (a train/lora job in the ``sized_batching`` styles) each also says how it batches there:
+    "bf16 tp 2, micro_batch_size 4 without checkpointing; fp8 tp 1, only with activation_checkpointing";
+    with ``floors`` (a job with a floor in the ``sized_batching_floors`` style) each that fits then says the
+    fewest GPUs that meet it: "bf16 tp 1, meets min_tokens_per_s at 3 GPUs"."""
     words = {"oom": "none (oom)", "quality": "none (over max_quality_loss)"}
-    return "  Fits: " + "; ".join(_fit_words(fit, words, training) for fit in fits) + "."
+    entries = [_fit_words(fit, words, training) for fit in fits]
+    if floors is not None:
+        entries = [
+            entry if fit.tensor_parallel is None else f"{entry}, {_floor_words(gpus)}"
+            for entry, fit, gpus in zip(entries, fits, floors, strict=True)
+        ]
+    return "  Fits: " + "; ".join(entries) + "."
+
+
+def _floor_words(gpus: int | None) -> str:
+    if gpus is None:
+        return "too slow for min_tokens_per_s on every GPU count"
+    return f"meets min_tokens_per_s at {gpus} GPU{'s' if gpus > 1 else ''}"
 
 
 def _fit_words(fit: ReplicaFit, words: dict[str, str], training: bool) -> str:
@@ -273,12 +306,15 @@ def user_prompt(
         raise ValueError(f"agent {agent!r} is not a job of the scenario; jobs: {', '.join(scenario.job_ids)}")
     if style == "compact":
         lines = [f"Scenario: {scenario.to_json()}"]
-    elif style in ("sized", "sized_batching", "sized_batching_kinds"):
-        fits = replica_fits(scenario)
+    elif style == "sized" or style in _BATCHING_STYLES:
+        solved = solved_scenario(scenario)
+        fits = replica_fits(solved)
         lines = [_gpu_line(scenario), "Jobs:"]
         for job in scenario.jobs:
             training = style != "sized" and job.kind != "serve"
-            lines += [_job_line(job), _fits_line(fits[job.id], training=training)]
+            with_floor = style == "sized_batching_floors" and job.min_tokens_per_s is not None
+            floors = floor_gpus(solved, job, fits[job.id]) if with_floor else None
+            lines += [_job_line(job), _fits_line(fits[job.id], training=training, floors=floors)]
     else:
         lines = [_gpu_line(scenario), "Jobs:", *(_job_line(job) for job in scenario.jobs)]
     if agent is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -86,7 +87,7 @@ def test_multiagent_prompt_gives_the_other_parts_and_the_free_gpus():
 
 def test_bad_arguments_raise_clear_errors():
     scenario = make_scenario("easy", 0)
-    valid = "full, facts, sized, sized_batching, sized_batching_kinds, compact"
+    valid = "full, facts, sized, sized_batching, sized_batching_kinds, sized_batching_floors, compact"
     with pytest.raises(ValueError, match=f"unknown prompt style 'long'; valid styles: {valid}"):
         build_messages(scenario, style="long")
     with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):
@@ -261,6 +262,40 @@ def test_the_sized_batching_kinds_style_names_each_jobs_kind_beside_its_id_in_th
     one = make_scenario("easy", 0)
     (job,) = one.jobs
     assert user_prompt(one, style="sized_batching_kinds").endswith(f"its one job: {job.id} ({job.kind}).")
+
+
+def test_the_sized_batching_floors_style_says_how_many_gpus_meet_each_floor():
+    """Issue #68: the heuristic gives a job with a min_tokens_per_s the fewest replicas that meet it; the
+    floors style is sized_batching whose Fits entries of such a job say that count
+    (fleet_rl/throughput_floor.py)."""
+    scenario = make_scenario("medium", 3)
+    system, user = build_messages(scenario, style="sized_batching_floors")
+    assert system["content"].startswith(system_prompt("sized_batching"))
+    assert "the fewest GPUs" in system["content"] and "too slow and earns nothing" in system["content"]
+    batching = user_prompt(scenario, style="sized_batching").splitlines()
+    floors = user["content"].splitlines()
+    assert len(batching) == len(floors)
+    changed = [i for i, (before, after) in enumerate(zip(batching, floors, strict=True)) if before != after]
+    with_floor = [job for job in scenario.jobs if job.min_tokens_per_s is not None]
+    assert len(changed) == len(with_floor) == 2  # only the Fits line under each job with a floor
+    for i, job in zip(changed, with_floor, strict=True):
+        assert batching[i - 1].startswith(f"- {job.id}: ")
+        meets = r"meets min_tokens_per_s at \d+ GPUs?"
+        floor_words = f", ({meets}|too slow for min_tokens_per_s on every GPU count)"
+        said = re.sub(floor_words, "", floors[i])
+        assert said == batching[i]  # each entry is sized_batching's, then its floor
+    # its rag (serve mistral-7b, floor 3100 tokens/s, max_quality_loss 0.002) fits only in bf16, on 1 GPU,
+    # and meets its floor from 2; its tune (lora, 16,000 tokens/s) from 1 GPU at fp8, 2 at bf16 and int4
+    assert (
+        "  Fits: bf16 tp 1, meets min_tokens_per_s at 2 GPUs; fp8 none (over max_quality_loss); "
+        "int4 none (over max_quality_loss)." in floors
+    )
+    tune = next(line for line in floors if line.startswith("  Fits: bf16 tp 1, micro_batch_size 8"))
+    assert "fp8 tp 1, micro_batch_size 8 without checkpointing, meets min_tokens_per_s at 1 GPU;" in tune
+    slow = make_scenario("medium", 7)  # its rag (batch 1, floor 200) is too slow in bf16 at any count
+    assert "bf16 tp 1, too slow for min_tokens_per_s on every GPU count; fp8 tp 1, meets" in user_prompt(
+        slow, style="sized_batching_floors"
+    )
 
 
 def test_a_training_job_that_fits_only_with_checkpointing_is_told_so():

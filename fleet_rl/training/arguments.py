@@ -68,7 +68,8 @@ class FleetScriptArguments:
         metadata={
             "help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (sized: small models; sized_batching: "
             "sized plus how each training job batches; sized_batching_kinds: that plus each job's kind "
-            "in the last line; facts on the compact recipe: +3.6 [+0.5, +7.0])."
+            "in the last line; sized_batching_floors: sized_batching plus the fewest GPUs that meet each "
+            "min_tokens_per_s; facts on the compact recipe: +3.6 [+0.5, +7.0])."
         },
     )
 
