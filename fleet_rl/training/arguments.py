@@ -165,6 +165,14 @@ class FleetScriptArguments:
     sft_learning_rate: float = field(default=2e-3, metadata={"help": "Learning rate of the SFT warm start."})
     sft_batch_size: int = field(default=8, metadata={"help": "Per-device batch size of the SFT warm start."})
     sft_num_examples: int = field(default=512, metadata={"help": "Examples for the SFT warm start."})
+    sft_split_note: bool = field(
+        default=False,
+        metadata={
+            "help": "Open each warm-start answer with the plan's GPU split and the GPUs left after each "
+            "job ('GPUs 7: tune 2 (5 left), rag 3 (2 left)...'), before its JSON "
+            "(fleet_rl/training/split_note.py)."
+        },
+    )
     sft_target: str = field(
         default="optimal",
         metadata={

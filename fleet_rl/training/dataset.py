@@ -51,6 +51,7 @@ from fleet_rl.multiagent import agent_request, own_part
 from fleet_rl.prompts import build_messages, format_answer
 from fleet_rl.scenario import Scenario
 from fleet_rl.scenario_generator import SPLITS, TASKS, make_scenario
+from fleet_rl.training.split_note import with_split_note
 
 __all__ = [
     "SEED_STRIDE",
@@ -164,11 +165,16 @@ def sft_target_plan(row: dict, target: str) -> dict:
     return planner_answer(SFT_TARGET_PLANNERS[target], row)
 
 
-def sft_dataset(tasks: Sequence[str], num_examples: int, *, target: str = "optimal", **kwargs) -> Dataset:
+def sft_dataset(
+    tasks: Sequence[str], num_examples: int, *, target: str = "optimal", split_note: bool = False, **kwargs
+) -> Dataset:
     """Warm-start pairs: ``prompt`` messages and the ``target`` planner's ``completion`` (see the module
-    docstring; ``optimal`` is the exact optimum's part(s), ``even_split`` and ``random`` are baselines)."""
+    docstring; ``optimal`` is the exact optimum's part(s), ``even_split`` and ``random`` are baselines).
+    With ``split_note`` each answer opens with the plan's GPU split and a running count of the GPUs left
+    (``fleet_rl.training.split_note``)."""
     examples = []  # an unknown target: sft_target_plan's error on the first row
     for row in scenario_rows(tasks, num_examples, **kwargs):
-        answer = [{"role": "assistant", "content": format_answer(sft_target_plan(row, target))}]
-        examples.append({"prompt": row["prompt"], "completion": answer})
+        plan = sft_target_plan(row, target)
+        content = with_split_note(format_answer(plan), plan, row) if split_note else format_answer(plan)
+        examples.append({"prompt": row["prompt"], "completion": [{"role": "assistant", "content": content}]})
     return Dataset.from_list(examples)

@@ -42,6 +42,7 @@ __all__ = [
     "WARM_START_DIR",
     "WARM_START_MARKER",
     "checkpoint_dir",
+    "same_warm_start",
     "warm_start",
 ]
 
@@ -75,6 +76,13 @@ class _SaveAtSteps(TrainerCallback):
         return control
 
 
+def same_warm_start(done: dict, script_args: FleetScriptArguments) -> bool:
+    """Whether a finished warm start's marker (``warm_start.json``) was trained with the settings asked: its
+    steps, target and split note (a marker from before a key existed: target optimal, no split note)."""
+    written = (done.get("steps"), done.get("target", "optimal"), done.get("split_note", False))
+    return written == (script_args.sft_steps, script_args.sft_target, script_args.sft_split_note)
+
+
 def warm_start(
     model_name_or_path: str,
     script_args: FleetScriptArguments,
@@ -89,9 +97,8 @@ def warm_start(
     marker = target / WARM_START_MARKER
     if marker.exists():
         done = json.loads(marker.read_text())
-        asked = (script_args.sft_steps, script_args.sft_target)
         saved = all(checkpoint_dir(training_args, step).is_dir() for step in checkpoint_steps)
-        if (done.get("steps"), done.get("target", "optimal")) == asked and saved:  # no target: optimal
+        if same_warm_start(done, script_args) and saved:
             logger.info("reusing the SFT warm start in %s", target)
             return str(target)
         logger.warning("the warm start in %s has other settings (%s); training it again", target, done)
@@ -100,6 +107,7 @@ def warm_start(
         script_args.tasks,
         script_args.sft_num_examples,
         target=script_args.sft_target,
+        split_note=script_args.sft_split_note,
         dataset_seed=script_args.dataset_seed + 1,  # not the GRPO prompts: the warm start must not leak them
         task_weights=script_args.task_weights,
         prompt_style=script_args.prompt_style,
@@ -130,6 +138,7 @@ def warm_start(
         return {
             "steps": steps,
             "target": script_args.sft_target,
+            "split_note": script_args.sft_split_note,
             "examples": len(dataset),
             "schedule_steps": script_args.sft_steps,  # the run's cosine schedule, when steps is a checkpoint
         }
