@@ -4,10 +4,8 @@ prompt's ``Fits`` line; prints JSON.
     python -m benchmarks.learning.fault_causes runs/sft_curve/heuristic/start-evaluations/<key>.json
     python -m benchmarks.learning.fault_causes <work_dir>/seed-0/learning_seed.json   # the trained policy's
 
-The argument is one evaluation the learning benchmark or the SFT curve keeps under
-``<work_dir>/start-evaluations/`` (its ``key`` holds the evaluation settings, so the held-out rows are
-rebuilt exactly as they were asked), or a seed's result ``<work_dir>/seed-N/learning_seed.json``, whose
-``--policy`` (``after``, the default, or ``start``) is read with the settings of its fingerprint. Every
+The argument is a kept evaluation or a seed's result and its ``--policy``
+(``benchmarks/learning/kept_answers.py``). Every
 answer is parsed and scored by the kernel as the reward does; per job written it counts the verdict
 (``ok``, ``oom``, ``too_slow``...) and the reasons' codes. Each ``oom`` job is then put in one class by
 what the ``sized`` prompt said of its format (``fleet_rl.replica_fit``: the smallest tensor parallelism
@@ -34,11 +32,9 @@ jobs).
 
 from __future__ import annotations
 
-import argparse
 import collections
-import json
-import sys
-from pathlib import Path
+
+from benchmarks.learning.kept_answers import analysis_parser, print_analysis, settings_and_answers
 
 __all__ = ["fault_causes", "keys_written", "oom_cause"]
 
@@ -70,13 +66,6 @@ def oom_cause(part: dict, fits: list) -> str:
     return "at_stated_tp_with_checkpointing"
 
 
-def _settings_and_answers(evaluation_file: dict, policy: str) -> tuple[dict, list[str]]:
-    """The evaluation settings and the answers of a kept evaluation, or of a seed result's ``policy``."""
-    if "key" in evaluation_file:
-        return evaluation_file["key"]["settings"], evaluation_file["evaluation"]["completions"]
-    return evaluation_file["fingerprint"]["settings"], evaluation_file[policy]["completions"]
-
-
 def fault_causes(evaluation_file: dict, policy: str = "after") -> dict:
     """Verdict, reason and out-of-memory cause counts over one kept evaluation's answers (or, for a seed's
     result, over its ``policy``'s answers: ``after`` or ``start``)."""
@@ -87,7 +76,7 @@ def fault_causes(evaluation_file: dict, policy: str = "after") -> dict:
     from fleet_rl.scenario import Scenario
     from rewards import parse_plan
 
-    settings, completions = _settings_and_answers(evaluation_file, policy)
+    settings, completions = settings_and_answers(evaluation_file, policy)
     rows = eval_rows(settings)
     if len(rows) != len(completions):
         raise ValueError(f"{len(completions)} answers for {len(rows)} held-out rows: not this evaluation")
@@ -128,22 +117,8 @@ def fault_causes(evaluation_file: dict, policy: str = "after") -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "evaluation",
-        help="a kept evaluation, <work_dir>/start-evaluations/<key>.json, or a seed's result, "
-        "<work_dir>/seed-N/learning_seed.json",
-    )
-    parser.add_argument(
-        "--policy", choices=("after", "start"), default="after", help="which answers of a seed's result"
-    )
-    args = parser.parse_args(argv)
-    try:
-        counts = fault_causes(json.loads(Path(args.evaluation).read_text()), policy=args.policy)
-    except (OSError, KeyError, ValueError) as error:
-        sys.exit(f"fault_causes: error: {args.evaluation}: {error}")
-    print(json.dumps(counts, indent=1))
-    return counts
+    args = analysis_parser(__doc__.splitlines()[0]).parse_args(argv)
+    return print_analysis("fault_causes", args.evaluation, lambda file: fault_causes(file, args.policy))
 
 
 if __name__ == "__main__":

@@ -4,13 +4,13 @@ fields put in, for every set of fields; prints JSON.
     python -m benchmarks.learning.what_if runs/sft_curve/heuristic_batching/start-evaluations/<key>.json
     python -m benchmarks.learning.what_if <work_dir>/seed-0/learning_seed.json --policy start
 
-The argument is an evaluation ``fault_causes`` reads (a kept evaluation, or a seed's result and its
-``--policy``). Each answer is parsed as the reward parses it; then, for every non-empty set of the fields
-``gpus``, ``tensor_parallel``, ``precision`` and ``kind_keys`` (kv_cache, micro_batch_size,
-activation_checkpointing, sharding), each entry the answer writes for a job takes the ``--reference``
-planner's value of those fields (its SFT target: ``heuristic`` by default), and the answers are scored as
-the learning benchmark scores them (% of the optimum, 0 for an IRD answer). Entries the answer leaves out
-stay out and unparsed answers stay as written, so only the fields it got wrong move the score.
+The argument is a kept evaluation or a seed's result and its ``--policy``
+(``benchmarks/learning/kept_answers.py``). Each answer is parsed as the reward parses it; then, for every non-
+empty set of the fields ``gpus``, ``tensor_parallel``, ``precision`` and ``kind_keys`` (kv_cache,
+micro_batch_size, activation_checkpointing, sharding), each entry the answer writes for a job takes the
+``--reference`` planner's value of those fields (its SFT target: ``heuristic`` by default), and the answers
+are scored as the learning benchmark scores them (% of the optimum, 0 for an IRD answer). Entries the answer
+leaves out stay out and unparsed answers stay as written, so only the fields it got wrong move the score.
 
 Why (issue #68): the imitator of the heuristic scores 36.6 % of the optimum against the heuristic's 85.6 %
 on the 96 held-out scenarios. Which fields make up the gap says where the prompt or the recipe should help
@@ -20,13 +20,12 @@ policy's tensor_parallel does not divide is invalid), so every combination is pr
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
+
+from benchmarks.learning.kept_answers import analysis_parser, print_analysis, settings_and_answers
 
 __all__ = ["FIELDS", "swap_fields", "what_if"]
 
@@ -59,12 +58,11 @@ def what_if(evaluation_file: dict, policy: str = "after", reference: str = "heur
     """Mean % of the optimum of the answers as written, of the reference's plans, and of the answers with
     each set of fields taken from the reference (module docstring), overall and per task."""
     from benchmarks.learning.evaluate import eval_rows, per_scenario_metrics
-    from benchmarks.learning.fault_causes import _settings_and_answers
     from fleet_rl.plan_schema import plan_to_dict
     from fleet_rl.training.dataset import sft_target_plan
     from rewards import parse_plan
 
-    settings, completions = _settings_and_answers(evaluation_file, policy)
+    settings, completions = settings_and_answers(evaluation_file, policy)
     rows = eval_rows(settings)
     if len(rows) != len(completions):
         raise ValueError(f"{len(completions)} answers for {len(rows)} held-out rows: not this evaluation")
@@ -93,23 +91,10 @@ def what_if(evaluation_file: dict, policy: str = "after", reference: str = "heur
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "evaluation",
-        help="a kept evaluation, <work_dir>/start-evaluations/<key>.json, or a seed's result, "
-        "<work_dir>/seed-N/learning_seed.json",
-    )
-    parser.add_argument(
-        "--policy", choices=("after", "start"), default="after", help="which answers of a seed's result"
-    )
+    parser = analysis_parser(__doc__.splitlines()[0])
     parser.add_argument("--reference", default="heuristic", help="the planner whose fields are put in")
     args = parser.parse_args(argv)
-    try:
-        result = what_if(json.loads(Path(args.evaluation).read_text()), args.policy, args.reference)
-    except (OSError, KeyError, ValueError) as error:
-        sys.exit(f"what_if: error: {args.evaluation}: {error}")
-    print(json.dumps(result, indent=1))
-    return result
+    return print_analysis("what_if", args.evaluation, lambda file: what_if(file, args.policy, args.reference))
 
 
 if __name__ == "__main__":
