@@ -35,12 +35,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from fleet_rl.catalog import MODULE_GROUPS
+from fleet_rl.floor_fit import fewest_gpus_that_run
 from fleet_rl.kernel import SolvedScenario
 from fleet_rl.kernel.constants import UTILITY_EXPONENT
 from fleet_rl.replica_fit import part_status, tensor_parallel_sizes
 from fleet_rl.scenario import Job, Scenario
 from fleet_rl.solved_scenarios import solved_scenario
-from fleet_rl.throughput_floor import fewest_gpus_that_run
 
 __all__ = ["heuristic"]
 

@@ -45,7 +45,7 @@ Seven styles:
   mixes the kinds less but scores 34.6 % of the optimum against 36.6 % (docs/experiment-log.md).
 - ``"sized_batching_floors"`` (issue #68): ``sized_batching`` whose Fits entries, for a job with a
   ``min_tokens_per_s``, also say the fewest GPUs at which that format meets the floor (the kernel's
-  throughput verdict on the job alone, ``fleet_rl/throughput_floor.py``, as the Fits entry is its memory
+  throughput verdict on the job alone, ``fleet_rl/floor_fit.py``, as the Fits entry is its memory
   verdict). An imitator of the heuristic on ``sized_batching`` got the GPU split wrong more than any other
   field, and the heuristic gives a job with a floor the fewest replicas that meet it, a figure no other
   style states. Measured, not adopted: the same SFT on this style scores 32.9 % of the optimum against
@@ -63,12 +63,12 @@ from collections.abc import Mapping
 from typing import Literal, get_args
 
 from fleet_rl.catalog import MODULE_GROUPS, PRECISIONS
+from fleet_rl.floor_fit import floor_gpus
 from fleet_rl.kernel.constants import UTILITY_EXPONENT
 from fleet_rl.plan_schema import MICRO_BATCH_SIZES, SHARDINGS, TENSOR_PARALLEL_SIZES
 from fleet_rl.replica_fit import ReplicaFit, replica_fits
 from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
-from fleet_rl.throughput_floor import floor_gpus
 
 __all__ = [
     "EXAMPLE_SCENARIO",
@@ -178,7 +178,7 @@ activation_checkpointing, or that it fits only with activation_checkpointing."""
 _KINDS_TEXT = """\
 The last line names each job's kind after its id: a serve job's entry takes kv_cache, a train or lora
 job's micro_batch_size and activation_checkpointing."""
-# What the "sized_batching_floors" style adds to "sized_batching" (fleet_rl/throughput_floor.py).
+# What the "sized_batching_floors" style adds to "sized_batching" (fleet_rl/floor_fit.py).
 _FLOORS_TEXT = """\
 For a job with min_tokens_per_s, each format then says the fewest GPUs (whole replicas at that
 tensor_parallel and batching, the job alone on the cluster) at which it meets min_tokens_per_s; on fewer

@@ -267,7 +267,7 @@ def test_the_sized_batching_kinds_style_names_each_jobs_kind_beside_its_id_in_th
 def test_the_sized_batching_floors_style_says_how_many_gpus_meet_each_floor():
     """Issue #68: the heuristic gives a job with a min_tokens_per_s the fewest replicas that meet it; the
     floors style is sized_batching whose Fits entries of such a job say that count
-    (fleet_rl/throughput_floor.py)."""
+    (fleet_rl/floor_fit.py)."""
     scenario = make_scenario("medium", 3)
     system, user = build_messages(scenario, style="sized_batching_floors")
     assert system["content"].startswith(system_prompt("sized_batching"))

@@ -76,10 +76,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return args, train_flags
 
 
-def _row(label: str, summary: dict) -> str:
+def _row(label: str, summary: dict, tasks: list[str]) -> str:
+    """One policy's cells; its placed job shares in the order of ``tasks``, the header's (a summary's
+    ``per_task`` lists the tiers in the order the held-out rows first meet them, not that order)."""
     cells = [template.format(summary[key]) for key, _, template in COLUMNS]
     per_task = summary.get("per_task", {})
-    cells.append(" / ".join(f"{per_task[t]['placed_job_share']:.2f}" for t in per_task) or "–")
+    shares = [f"{per_task[task]['placed_job_share']:.2f}" if task in per_task else "–" for task in tasks]
+    cells.append(" / ".join(shares) if per_task else "–")
     unseen = summary.get("per_unseen", {})
     cells.append(" / ".join(f"{k} {v['mean_percent_of_optimum']:.1f}" for k, v in unseen.items()) or "–")
     return f"| {label} | " + " | ".join(cells) + " |"
@@ -87,8 +90,9 @@ def _row(label: str, summary: dict) -> str:
 
 def render(result: dict) -> str:
     """The curve as a Markdown table: one row per checkpoint, then the baselines."""
-    tasks = " / ".join(result["eval"]["eval_tasks"])
-    header = [name for _, name, _ in COLUMNS] + [f"placed ({tasks})", "% of optimum by unseen part"]
+    tasks = result["eval"]["eval_tasks"]
+    placed = f"placed ({' / '.join(tasks)})"
+    header = [name for _, name, _ in COLUMNS] + [placed, "% of optimum by unseen part"]
     lines = [
         f"SFT on {result['sft_target']} plans, {result['eval_scenarios']} held-out scenarios "
         f"(scenario fingerprint {result['scenario_fingerprint']}):",
@@ -97,9 +101,9 @@ def render(result: dict) -> str:
         "|---" * (len(header) + 1) + "|",
     ]
     for point in result["checkpoints"]:
-        lines.append(_row(f"SFT step {point['step']}", point["summary"]))
+        lines.append(_row(f"SFT step {point['step']}", point["summary"], tasks))
     for name, summary in result["baselines"].items():
-        lines.append(_row(f"baseline: {name}", summary))
+        lines.append(_row(f"baseline: {name}", summary, tasks))
     lines += ["", f"Best on these scenarios: step {result['best_step']} (chosen on the held-out set itself)."]
     return "\n".join(lines)
 

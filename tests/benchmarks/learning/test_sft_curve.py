@@ -49,3 +49,15 @@ def test_command_line_needs_a_config_and_an_output_and_positive_steps():
     args, flags = sft_curve.parse(["--config", "c.yaml", "--output", "o.json", "--sft_learning_rate", "1e-4"])
     assert (args.steps, flags) == ([40, 80, 120], ["--sft_learning_rate", "1e-4"])
     assert args.sft_target is None  # the run takes the preset's target and names it in the result
+
+
+def test_the_placed_shares_follow_the_headers_tier_order_not_the_summarys():
+    """A summary's per_task lists tiers as the held-out rows first meet them (medium first on today's rows);
+    the table's "placed (easy / medium)" cells must follow the header's order."""
+    per_task = {"medium": {"placed_job_share": 0.87}, "easy": {"placed_job_share": 0.96}}
+    summary = {key: 0.5 for key, _, _ in sft_curve.COLUMNS} | {"per_task": per_task}
+    result = {"eval": {"eval_tasks": ["easy", "medium"]}, "sft_target": "heuristic", "eval_scenarios": 2,
+              "scenario_fingerprint": "f", "checkpoints": [{"step": 1, "summary": summary}], "baselines": {},
+              "best_step": 1}  # fmt: skip
+    table = sft_curve.render(result)
+    assert "placed (easy / medium)" in table and "| 0.96 / 0.87 |" in table

@@ -1,4 +1,4 @@
-"""fleet_rl.throughput_floor: the floor figures of the sized_batching_floors prompt are the kernel's
+"""fleet_rl.floor_fit: the floor figures of the sized_batching_floors prompt are the kernel's
 throughput verdict on the stated part, exactly, and the heuristic's split rests on them."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from fleet_rl import make_scenario
+from fleet_rl.floor_fit import _stated_part, floor_gpus
 from fleet_rl.heuristic import heuristic
 from fleet_rl.replica_fit import part_status, replica_fits
 from fleet_rl.solved_scenarios import solved_scenario
-from fleet_rl.throughput_floor import _stated_part, floor_gpus
 
 
 def _floor_jobs(task, seeds):
