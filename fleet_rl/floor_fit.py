@@ -48,8 +48,8 @@ def floor_gpus(solved: SolvedScenario, job: Job, fits: list[ReplicaFit]) -> list
     the cluster meets the floor. ``job`` must have a floor."""
     if job.min_tokens_per_s is None:
         raise ValueError(f"job {job.id!r} has no min_tokens_per_s: there is no floor to meet")
-    return [
-        None if fit.tensor_parallel is None else fewest_gpus_that_run(solved, _stated_part(job, fit, solved),
-                                                                      solved.gpu_count)
-        for fit in fits
-    ]  # fmt: skip
+    counts = []
+    for fit in fits:
+        part = None if fit.tensor_parallel is None else _stated_part(job, fit, solved)
+        counts.append(None if part is None else fewest_gpus_that_run(solved, part, solved.gpu_count))
+    return counts

@@ -36,16 +36,16 @@ import collections
 
 from benchmarks.learning.kept_answers import analysis_parser, print_analysis, settings_and_answers
 
-__all__ = ["fault_causes", "keys_written", "oom_cause"]
+__all__ = ["TRAINING_KEYS", "fault_causes", "keys_written", "oom_cause"]
 
-_TRAINING_KEYS = ("micro_batch_size", "activation_checkpointing", "sharding")
+TRAINING_KEYS = ("micro_batch_size", "activation_checkpointing", "sharding")  # a train/lora entry's own keys
 
 
 def keys_written(part: dict) -> str:
     """Which kind's keys a parsed plan entry carries (``plan_to_dict``: defaults dropped): ``serve``
     (kv_cache), ``training`` (micro_batch_size, activation_checkpointing, sharding), ``both`` or
     ``defaults`` (none beyond their default values)."""
-    serve, training = "kv_cache" in part, any(key in part for key in _TRAINING_KEYS)
+    serve, training = "kv_cache" in part, any(key in part for key in TRAINING_KEYS)
     return {(True, False): "serve", (False, True): "training", (True, True): "both"}.get(
         (serve, training), "defaults"
     )

@@ -25,6 +25,7 @@ import json
 
 import numpy as np
 
+from benchmarks.learning.fault_causes import TRAINING_KEYS
 from benchmarks.learning.kept_answers import analysis_parser, print_analysis, settings_and_answers
 
 __all__ = ["FIELDS", "swap_fields", "what_if"]
@@ -33,7 +34,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "gpus": ("gpus",),
     "tensor_parallel": ("tensor_parallel",),
     "precision": ("precision",),
-    "kind_keys": ("kv_cache", "micro_batch_size", "activation_checkpointing", "sharding"),
+    "kind_keys": ("kv_cache", *TRAINING_KEYS),
 }
 
 
@@ -78,14 +79,12 @@ def what_if(evaluation_file: dict, policy: str = "after", reference: str = "heur
                 completion if plan is None else json.dumps(swap_fields(plan, ours, fields))
                 for completion, plan, ours in zip(completions, plans, references, strict=True)
             ]
-    tasks = [row["task"] for row in rows]
+    tasks = np.asarray([row["task"] for row in rows])
     result = {"answers": len(completions), "unparsed_answers": plans.count(None), "reference": reference,
               "prompt_style": settings["prompt_style"], "percent_of_optimum": {}}  # fmt: skip
     for name, answers in variants.items():
         percents = np.asarray(per_scenario_metrics(rows, answers)["percent_of_optimum"])
-        per_task = {
-            task: round(float(percents[np.asarray(tasks) == task].mean()), 1) for task in sorted(set(tasks))
-        }
+        per_task = {task: round(float(percents[tasks == task].mean()), 1) for task in sorted(set(tasks))}
         result["percent_of_optimum"][name] = {"all": round(float(percents.mean()), 1), **per_task}
     return result
 
