@@ -66,7 +66,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         "--compare",
         nargs=2,
         metavar=("A_JSON", "B_JSON"),
-        help="B's % of optimum minus A's per common step, paired on the same scenarios (JSON); no run",
+        help="B's %% of optimum minus A's per common step, paired on the same scenarios (JSON); no run",
     )
     args, train_flags = parser.parse_known_args(argv)
     if not (args.render or args.compare) and not (args.config and args.output):
