@@ -13,8 +13,9 @@ it beat the policy's own answers (off-policy on the rewritten tokens, as an answ
 
 Nothing is read from the optimum or from the kernel's throughput: the verdict names which jobs failed, the
 ``Fits`` line (what the prompt states) says what holds them. Only the repaired jobs' (and donors')
-``{...}`` are rewritten, as compact JSON; the rest of the text stays as sampled. ``None`` when the answer
-has no plan or no failing job it places, or no repair applies.
+``{...}`` are rewritten, as compact JSON, and a split note before the fence (``--sft_split_note``) is
+rewritten to the repaired split; the rest of the text stays as sampled. ``None`` when the answer has no plan
+or no failing job it places, or no repair applies.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from fleet_rl.replica_fit import fit_part, replica_fits
 from fleet_rl.scenario import Scenario
 from fleet_rl.solved_scenarios import solved_scenario
 from fleet_rl.training.job_spans import job_spans
+from fleet_rl.training.split_note import renoted
 from rewards.parsing import parse_plan
 
 __all__ = ["REPAIRED_STATUSES", "PlacedAnswer", "compact_json", "repair_answer", "repair_completions"]
@@ -69,12 +71,16 @@ class PlacedAnswer:
         return (answer, scenario, plan) if answer.parts else None
 
     def rewritten(self, changed: dict[str, dict]) -> str:
-        """The text with each changed job's object replaced."""
+        """The text with each changed job's object replaced, and its split note (if any) rewritten to the
+        placed jobs' new GPUs, in the answer's order, of the cluster's GPUs."""
         text = self.text
         pieces = {self.spans[job_id]: compact_json(part) for job_id, part in changed.items()}
         for (start, end), piece in sorted(pieces.items(), reverse=True):  # right to left keeps offsets
             text = text[:start] + piece + text[end:]
-        return text
+        placed = [
+            changed.get(job_id, self.parts[job_id]) for job_id in sorted(self.parts, key=self.spans.get)
+        ]
+        return renoted(text, {"jobs": placed}, self.scenario.cluster.count)
 
 
 def _take_gpus(parts: dict[str, dict], donors: list[str], needed: int) -> dict[str, dict] | None:

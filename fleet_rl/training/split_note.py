@@ -16,14 +16,21 @@ of keys after the last; the note puts the split in a dozen tokens, where a small
 the number it just wrote and subtracting a small one, and the JSON then copies each job's count from it.
 Measured (SFT seed 0, docs/experiment-log.md): 37.9 % of the optimum against 36.6 % without the note, paired
 +1.3 [-5.2, +7.7]; medium 26.0 against 16.4 %, easy 48.0 against 53.7 %; 7 over-allocated answers against 12.
+
+A plan repair (``fleet_rl.training.plan_repairs``) rewrites GPUs inside the JSON; ``renoted`` then rewrites
+the note before the fence to the repaired split, so a replayed answer never teaches a note that disagrees
+with its plan.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
-__all__ = ["free_gpus", "split_note", "with_split_note"]
+__all__ = ["free_gpus", "renoted", "split_note", "with_split_note"]
+
+NOTE = re.compile(r"GPUs -?\d+:[^\n]*")  # a split note's line, as written or as sampled
 
 
 def split_note(plan: Mapping, free_gpus: int) -> str:
@@ -46,3 +53,13 @@ def free_gpus(row: Mapping) -> int:
 def with_split_note(answer: str, plan: Mapping, row: Mapping) -> str:
     """``answer`` (a plan's ```json fence) opened by the plan's ``split_note`` line."""
     return f"{split_note(plan, free_gpus(row))}\n{answer}"
+
+
+def renoted(text: str, plan: Mapping, free_gpus: int) -> str:
+    """``text`` with its split note (the first before the first ``` fence, if any) rewritten to ``plan``'s
+    split; ``text`` itself when it has none."""
+    fence = text.find("```")
+    note = NOTE.search(text, 0, len(text) if fence < 0 else fence)
+    if note is None:
+        return text
+    return text[: note.start()] + split_note(plan, free_gpus) + text[note.end() :]

@@ -120,6 +120,24 @@ def test_an_answer_over_the_clusters_gpus_is_repaired_into_it():
         assert _statuses(repaired) == {"chat": "ok", "tune": "ok"}
 
 
+def test_a_split_note_before_the_plan_is_rewritten_to_the_repaired_split():
+    tune = {"id": "tune", "gpus": 6, "tensor_parallel": 2, "precision": BF16, "micro_batch_size": 1,
+            "activation_checkpointing": True}  # fmt: skip
+    chat = {"id": "chat", "gpus": 1, "tensor_parallel": 1, "precision": BF16, "kv_cache": "bf16"}
+    text = "GPUs 7: chat 1 (6 left), tune 6 (0 left).\n" + _plan_text(chat, tune)
+    notes = set()
+    for seed in range(20):
+        repaired = repair_answer(text, SEVEN_GPUS, random.Random(seed))
+        note, rest = repaired.split("\n", 1)
+        jobs = {job.id: job for job in parse_plan(repaired).plan.jobs}
+        chat_gpus, tune_gpus = jobs["chat"].gpus, jobs["tune"].gpus
+        left = 7 - chat_gpus
+        assert note == f"GPUs 7: chat {chat_gpus} ({left} left), tune {tune_gpus} ({left - tune_gpus} left)."
+        assert rest.startswith("```json\n")
+        notes.add(note)
+    assert notes == {"GPUs 7: chat 1 (6 left), tune 6 (0 left).", "GPUs 7: chat 2 (5 left), tune 4 (1 left)."}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), tier=st.sampled_from(["easy", "medium", "hard"]))
 def test_a_repair_of_a_random_plan_parses_fits_the_cluster_and_repairs_only_failing_jobs(seed, tier):

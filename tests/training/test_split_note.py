@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fleet_rl.training.dataset import scenario_rows, sft_dataset, sft_target_plan
-from fleet_rl.training.split_note import free_gpus, split_note, with_split_note
+from fleet_rl.training.split_note import free_gpus, renoted, split_note, with_split_note
 from rewards import parse_plan
 
 
@@ -13,6 +13,18 @@ def test_the_note_words_each_jobs_gpus_with_the_gpus_left_after_it():
     plan = {"jobs": [{"id": "tune", "gpus": 2}, {"id": "rag", "gpus": 3}, {"id": "support-bot", "gpus": 2}]}
     assert split_note(plan, 7) == "GPUs 7: tune 2 (5 left), rag 3 (2 left), support-bot 2 (0 left)."
     assert split_note({"jobs": [{"id": "a", "gpus": 0}]}, 4) == "GPUs 4: a 0 (4 left)."
+
+
+def test_renoted_rewrites_only_the_note_before_the_fence():
+    plan = {"jobs": [{"id": "tune", "gpus": 3}, {"id": "rag", "gpus": 4}]}
+    fence = '```json\n{"jobs": []}\n```'
+    assert (
+        renoted(f"GPUs 8: tune 9 (-1 left).\n{fence}", plan, 8)
+        == f"GPUs 8: tune 3 (5 left), rag 4 (1 left).\n{fence}"
+    )
+    assert renoted(f"Plan:\n{fence}", plan, 8) == f"Plan:\n{fence}"  # no note: the text as it was
+    later = f"{fence}\nGPUs 8: tune 9 (-1 left)."
+    assert renoted(later, plan, 8) == later  # a line after the fence is not the note
 
 
 def test_a_multi_agent_row_counts_only_the_gpus_the_given_parts_leave():
