@@ -7,14 +7,16 @@ improve the plans themselves. ``sft_target`` picks the answers: ``random`` (rand
 ``random_split`` (every job placed at random) or ``random_feasible`` (a random placement under which every
 job runs) teach the format while leaving GRPO something to find; ``even_split`` (the even-split bf16
 baseline) hands it the template of the baseline a trained policy must beat; ``heuristic`` (the heuristic
-baseline's rules) and ``optimal`` (the exact optimum, the SmolLM2 preset) distil a planner, and the claim
+baseline's rules, the SmolLM2 preset) and ``optimal`` (the exact optimum) distil a planner, and the claim
 for GRPO is then its gain over that start. The instruction-tuned 8B recipes skip the warm start
 (``sft_steps: 0``).
 
 The warm start fine-tunes the full-precision base model and saves it, with its tokenizer, to
 ``<output_dir>/warm-start``; GRPO then loads that directory (4-bit + LoRA as configured). A finished warm
-start leaves ``warm_start.json`` (steps, target, examples, loss, wall time), so a resumed run with the same
-steps and target reuses it instead of training it again.
+start leaves ``warm_start.json`` (its settings, loss and wall time), so a resumed run with the same settings
+(steps, target, split note, precision, learning rate, batch size, examples, seed) reuses it instead of
+training it again. ``sft_bf16`` trains under bfloat16 autocast (the weights and checkpoints stay float32):
+the matrix units of recent CPUs (AMX) run it faster than float32.
 
 ``checkpoint_steps`` (the SFT curve, ``benchmarks/learning/sft_curve.py``) also saves the model at those steps
 to ``<output_dir>/warm-start-checkpoints/step-<N>``, each a directory GRPO can start from, with its tokenizer
@@ -76,11 +78,31 @@ class _SaveAtSteps(TrainerCallback):
         return control
 
 
-def same_warm_start(done: dict, script_args: FleetScriptArguments) -> bool:
+def warm_start_settings(script_args: FleetScriptArguments) -> dict:
+    """What a warm start was trained with, as its marker records it, beside its steps and example count."""
+    return {
+        "target": script_args.sft_target,
+        "split_note": script_args.sft_split_note,
+        "bf16": script_args.sft_bf16,
+        "learning_rate": script_args.sft_learning_rate,
+        "batch_size": script_args.sft_batch_size,
+        "examples": script_args.sft_num_examples,
+    }
+
+
+# What a marker from before a key existed was trained with; the keys not here it is not compared on.
+_MARKER_DEFAULTS = {"target": "optimal", "split_note": False, "bf16": False}
+
+
+def same_warm_start(done: dict, script_args: FleetScriptArguments, seed: int | None = None) -> bool:
     """Whether a finished warm start's marker (``warm_start.json``) was trained with the settings asked: its
-    steps, target and split note (a marker from before a key existed: target optimal, no split note)."""
-    written = (done.get("steps"), done.get("target", "optimal"), done.get("split_note", False))
-    return written == (script_args.sft_steps, script_args.sft_target, script_args.sft_split_note)
+    steps, target, split note, precision, learning rate, batch size, example count and seed. A marker from
+    before a key existed counts as target optimal, no split note, float32, and is not compared on the keys
+    it never wrote (learning rate, batch size, example count, seed); ``seed`` None: any seed."""
+    asked = {"steps": script_args.sft_steps} | warm_start_settings(script_args)
+    if seed is not None:
+        asked["seed"] = seed
+    return all(done.get(key, _MARKER_DEFAULTS.get(key, value)) == value for key, value in asked.items())
 
 
 def warm_start(
@@ -98,7 +120,7 @@ def warm_start(
     if marker.exists():
         done = json.loads(marker.read_text())
         saved = all(checkpoint_dir(training_args, step).is_dir() for step in checkpoint_steps)
-        if same_warm_start(done, script_args) and saved:
+        if same_warm_start(done, script_args, training_args.seed) and saved:
             logger.info("reusing the SFT warm start in %s", target)
             return str(target)
         logger.warning("the warm start in %s has other settings (%s); training it again", target, done)
@@ -127,7 +149,7 @@ def warm_start(
         report_to="none",
         seed=training_args.seed,
         use_cpu=training_args.use_cpu,
-        bf16=False,
+        bf16=script_args.sft_bf16,
         fp16=False,
         gradient_checkpointing=False,
         max_length=script_args.max_seq_length,
@@ -137,9 +159,9 @@ def warm_start(
     def describe(steps: int) -> dict:
         return {
             "steps": steps,
-            "target": script_args.sft_target,
-            "split_note": script_args.sft_split_note,
-            "examples": len(dataset),
+            **warm_start_settings(script_args),
+            "seed": training_args.seed,
+            "examples": len(dataset),  # sft_num_examples: one example per scenario drawn
             "schedule_steps": script_args.sft_steps,  # the run's cosine schedule, when steps is a checkpoint
         }
 
