@@ -165,14 +165,6 @@ class FleetScriptArguments:
     sft_learning_rate: float = field(default=2e-3, metadata={"help": "Learning rate of the SFT warm start."})
     sft_batch_size: int = field(default=8, metadata={"help": "Per-device batch size of the SFT warm start."})
     sft_num_examples: int = field(default=512, metadata={"help": "Examples for the SFT warm start."})
-    sft_bf16: bool = field(
-        default=False,
-        metadata={
-            "help": "Train the SFT warm start under bfloat16 autocast (mixed precision: the weights, the "
-            "optimizer and the saved checkpoints stay float32). Faster per step on a CPU with AMX (Intel "
-            "Sapphire Rapids and later); slower where the CPU has no bfloat16 units."
-        },
-    )
     sft_split_note: bool = field(
         default=False,
         metadata={

@@ -14,9 +14,8 @@ for GRPO is then its gain over that start. The instruction-tuned 8B recipes skip
 The warm start fine-tunes the full-precision base model and saves it, with its tokenizer, to
 ``<output_dir>/warm-start``; GRPO then loads that directory (4-bit + LoRA as configured). A finished warm
 start leaves ``warm_start.json`` (its settings, loss and wall time), so a resumed run with the same settings
-(steps, target, split note, precision, learning rate, batch size, examples, seed) reuses it instead of
-training it again. ``sft_bf16`` trains under bfloat16 autocast (the weights and checkpoints stay float32):
-the matrix units of recent CPUs (AMX) run it faster than float32.
+(steps, target, split note, learning rate, batch size, examples, seed) reuses it instead of training it
+again.
 
 ``checkpoint_steps`` (the SFT curve, ``benchmarks/learning/sft_curve.py``) also saves the model at those steps
 to ``<output_dir>/warm-start-checkpoints/step-<N>``, each a directory GRPO can start from, with its tokenizer
@@ -83,7 +82,6 @@ def warm_start_settings(script_args: FleetScriptArguments) -> dict:
     return {
         "target": script_args.sft_target,
         "split_note": script_args.sft_split_note,
-        "bf16": script_args.sft_bf16,
         "learning_rate": script_args.sft_learning_rate,
         "batch_size": script_args.sft_batch_size,
         "examples": script_args.sft_num_examples,
@@ -91,14 +89,14 @@ def warm_start_settings(script_args: FleetScriptArguments) -> dict:
 
 
 # What a marker from before a key existed was trained with; the keys not here it is not compared on.
-_MARKER_DEFAULTS = {"target": "optimal", "split_note": False, "bf16": False}
+_MARKER_DEFAULTS = {"target": "optimal", "split_note": False}
 
 
 def same_warm_start(done: dict, script_args: FleetScriptArguments, seed: int | None = None) -> bool:
     """Whether a finished warm start's marker (``warm_start.json``) was trained with the settings asked: its
-    steps, target, split note, precision, learning rate, batch size, example count and seed. A marker from
-    before a key existed counts as target optimal, no split note, float32, and is not compared on the keys
-    it never wrote (learning rate, batch size, example count, seed); ``seed`` None: any seed."""
+    steps, target, split note, learning rate, batch size, example count and seed. A marker from before a key
+    existed counts as target optimal and no split note, and is not compared on the keys it never wrote
+    (learning rate, batch size, example count, seed); ``seed`` None: any seed."""
     asked = {"steps": script_args.sft_steps} | warm_start_settings(script_args)
     if seed is not None:
         asked["seed"] = seed
@@ -149,7 +147,7 @@ def warm_start(
         report_to="none",
         seed=training_args.seed,
         use_cpu=training_args.use_cpu,
-        bf16=script_args.sft_bf16,
+        bf16=False,
         fp16=False,
         gradient_checkpointing=False,
         max_length=script_args.max_seq_length,
