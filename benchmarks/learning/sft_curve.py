@@ -5,6 +5,7 @@
     # without --sft_target the preset's target (configs/smollm2_cpu.yaml: the heuristic's plans)
     python -m benchmarks.learning.sft_curve --render benchmarks/results/sft_curve_optimal.json   # its table
     python -m benchmarks.learning.sft_curve --compare A.json B.json   # B - A per common step, paired (JSON)
+    python -m benchmarks.learning.sft_curve --compare A.json B.json --compare_steps 90 180   # A@90, B@180
 
 One SFT warm start (``fleet_rl.training.warm_start``: the preset's learning rate, batch and cosine schedule
 over ``max(--steps)`` steps, on ``max(--steps) × sft_batch_size`` examples, each seen once) saves the model
@@ -68,9 +69,18 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         metavar=("A_JSON", "B_JSON"),
         help="B's %% of optimum minus A's per common step, paired on the same scenarios (JSON); no run",
     )
+    parser.add_argument(
+        "--compare_steps",
+        type=int,
+        nargs=2,
+        metavar=("A_STEP", "B_STEP"),
+        help="with --compare: A's step A_STEP against B's step B_STEP (runs of different lengths)",
+    )
     args, train_flags = parser.parse_known_args(argv)
     if not (args.render or args.compare) and not (args.config and args.output):
         parser.error("give --config and --output (or --render RESULT_JSON, or --compare A_JSON B_JSON)")
+    if args.compare_steps and not args.compare:
+        parser.error("--compare_steps goes with --compare")
     if args.steps and min(args.steps) < 1:
         parser.error("--steps must be positive")
     return args, train_flags
@@ -118,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict | None:
 
         baseline, candidate = (json.loads(Path(path).read_text()) for path in args.compare)
         try:
-            comparison = compare_curves(baseline, candidate)
+            comparison = compare_curves(baseline, candidate, steps=args.compare_steps)
         except ValueError as error:
             sys.exit(f"sft_curve.py: error: {error}")
         print(json.dumps(comparison, indent=1))

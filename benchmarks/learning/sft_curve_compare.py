@@ -9,7 +9,8 @@ token budget) scored
 the same way (every baseline's mean % of optimum equal: the optima, the physics and the reward did not
 move). Per step both curves have: B's % of optimum minus A's per scenario, its mean and the percentile
 bootstrap over scenarios of ``statistics.paired_difference``. ``same_prompts`` says whether the fingerprints
-agree (then nothing but the model differs).
+agree (then nothing but the model differs). ``steps=(a, b)`` pairs A's step a with B's step b instead: two
+runs of different lengths (more examples, more steps), each at its last checkpoint.
 """
 
 from __future__ import annotations
@@ -23,12 +24,18 @@ __all__ = ["compare_curves"]
 
 
 def compare_curves(
-    baseline: dict, candidate: dict, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+    baseline: dict,
+    candidate: dict,
+    *,
+    steps: tuple[int, int] | None = None,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
 ) -> dict:
-    """Per step both curves hold, the paired difference candidate − baseline of % of optimum.
+    """Per step both curves hold (or for the pair ``steps``: baseline's step, candidate's step), the paired
+    difference candidate − baseline of % of optimum.
 
     Raises ``ValueError`` when the curves did not answer the same held-out scenarios scored the same way,
-    or share no step."""
+    share no step, or lack a step of ``steps``."""
     if asked_settings(baseline) != asked_settings(candidate):
         raise ValueError(
             f"the curves were evaluated differently ({baseline['eval']} against {candidate['eval']}): "
@@ -41,17 +48,22 @@ def compare_curves(
         )
     points_a = {point["step"]: point for point in baseline["checkpoints"]}
     points_b = {point["step"]: point for point in candidate["checkpoints"]}
-    steps = sorted(points_a.keys() & points_b.keys())
-    if not steps:
-        raise ValueError(f"no common step: {sorted(points_a)} against {sorted(points_b)}")
+    if steps is not None:
+        if steps[0] not in points_a or steps[1] not in points_b:
+            raise ValueError(f"no such steps {list(steps)}: {sorted(points_a)} against {sorted(points_b)}")
+        pairs = [tuple(steps)]
+    else:
+        pairs = [(step, step) for step in sorted(points_a.keys() & points_b.keys())]
+    if not pairs:
+        raise ValueError(f"no common step: {sorted(points_a)} against {sorted(points_b)} (--compare_steps)")
     per_step = []
-    for step in steps:
-        a = np.asarray(points_a[step]["percent_of_optimum"], float)
-        b = np.asarray(points_b[step]["percent_of_optimum"], float)
+    for step_a, step_b in pairs:
+        a = np.asarray(points_a[step_a]["percent_of_optimum"], float)
+        b = np.asarray(points_b[step_b]["percent_of_optimum"], float)
         difference = paired_difference(a[None, :], b[None, :], resamples=resamples, seed=seed)
         per_step.append(
             {
-                "step": step,
+                "step": step_a if step_a == step_b else [step_a, step_b],
                 "baseline_percent_of_optimum": float(a.mean()),
                 "candidate_percent_of_optimum": float(b.mean()),
                 "difference_percent_points": difference["mean"],
@@ -67,7 +79,7 @@ def compare_curves(
         },
         "same_prompts": baseline["scenario_fingerprint"] == candidate["scenario_fingerprint"],
         "prompt_styles": [baseline["eval"].get("prompt_style"), candidate["eval"].get("prompt_style")],
-        "scenarios": len(points_a[steps[0]]["percent_of_optimum"]),
+        "scenarios": len(points_a[pairs[0][0]]["percent_of_optimum"]),
         "steps": per_step,
         "bootstrap": {
             "resamples": resamples,

@@ -62,3 +62,21 @@ def test_the_command_prints_the_comparison_and_refusals_are_one_line(tmp_path, c
     assert comparison["same_prompts"] is True
     with pytest.raises(SystemExit, match="sft_curve.py: error: the curves were evaluated differently"):
         sft_curve.main(["--compare", str(a), str(other)])
+
+
+def test_compare_steps_pairs_two_runs_of_different_lengths_at_the_steps_named(tmp_path):
+    shorter = _curve({45: [0.0, 0.0, 0.0], 90: [10.0, 20.0, 30.0]})
+    longer = _curve({180: [20.0, 20.0, 50.0]})
+    (pair,) = compare_curves(shorter, longer, steps=(90, 180), resamples=200)["steps"]
+    assert pair["step"] == [90, 180] and pair["difference_percent_points"] == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="no such steps"):
+        compare_curves(shorter, longer, steps=(90, 90))
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(shorter))
+    b.write_text(json.dumps(longer))
+    with pytest.raises(SystemExit, match="no common step"):
+        sft_curve.main(["--compare", str(a), str(b)])
+    printed = sft_curve.main(["--compare", str(a), str(b), "--compare_steps", "90", "180"])
+    assert printed["steps"][0]["candidate_percent_of_optimum"] == pytest.approx(30.0)
+    with pytest.raises(SystemExit):
+        sft_curve.parse(["--render", str(a), "--compare_steps", "90", "180"])
