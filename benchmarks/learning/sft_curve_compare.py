@@ -48,14 +48,16 @@ def compare_curves(
         )
     points_a = {point["step"]: point for point in baseline["checkpoints"]}
     points_b = {point["step"]: point for point in candidate["checkpoints"]}
-    if steps is not None:
-        if steps[0] not in points_a or steps[1] not in points_b:
-            raise ValueError(f"no such steps {list(steps)}: {sorted(points_a)} against {sorted(points_b)}")
+    if steps is None:
+        pairs = [(step, step) for step in sorted(points_a.keys() & points_b.keys())]
+        if not pairs:
+            raise ValueError(
+                f"no common step: {sorted(points_a)} against {sorted(points_b)} (--compare_steps)"
+            )
+    elif steps[0] in points_a and steps[1] in points_b:
         pairs = [tuple(steps)]
     else:
-        pairs = [(step, step) for step in sorted(points_a.keys() & points_b.keys())]
-    if not pairs:
-        raise ValueError(f"no common step: {sorted(points_a)} against {sorted(points_b)} (--compare_steps)")
+        raise ValueError(f"no such steps {list(steps)}: {sorted(points_a)} against {sorted(points_b)}")
     per_step = []
     for step_a, step_b in pairs:
         a = np.asarray(points_a[step_a]["percent_of_optimum"], float)
