@@ -28,6 +28,7 @@ RESULT = "benchmarks/results/learning_smollm2_cpu.json"
 RENDERED = {
     "docs/learning-benchmark.md": [RESULT],
     "docs/experiment-log.md": [
+        "benchmarks/results/history/learning_smollm2_cpu_heuristic_batching_beta0.1.json",
         "benchmarks/results/history/learning_smollm2_cpu_sized_optimal.json",
         "benchmarks/results/history/learning_smollm2_cpu_sized_sil0.3.json",
         "benchmarks/results/history/learning_smollm2_cpu_sized_sil0.1.json",
