@@ -16,7 +16,7 @@ names jobs the scenario does not have (the IRD "invented id" rule), and copying 
 Multi-agent prompts (``agent=<job id>``, ``given_plan=<the other jobs' parts>``) ask one job's agent for its
 own part only, ``{"jobs": [<its job>]}``; the reward merges it with the given parts before scoring.
 
-Seven styles:
+Eight styles:
 
 - ``"full"`` (default; for instruction-tuned LLMs): the schema, the rules and physics, a worked example, and
   the scenario's facts.
@@ -50,6 +50,12 @@ Seven styles:
   field, and the heuristic gives a job with a floor the fewest replicas that meet it, a figure no other
   style states. Measured, not adopted: the same SFT on this style scores 32.9 % of the optimum against
   36.6 % (docs/experiment-log.md).
+- ``"sized_batching_brief"`` (issue #68): ``sized_batching``'s user message under a short system message:
+  the task, the answer's keys in one sentence and what the Fits entries mean, without the schema's value
+  lists and the memory rules (209 tokens against 572). A model that learns the answer from hundreds of
+  the heuristic's plans reads its figures from the user message; the system message is the same for every
+  prompt, and on a CPU every token of it costs each SFT example, each GRPO answer's loss and each held-out
+  answer again.
 - ``"compact"`` (the tiny random test model, whose context is small): the schema and the scenario JSON. It
   names the GPU and the models but gives none of their figures, so a policy can only learn names by heart;
   kept for the tests and for comparison with earlier results.
@@ -81,10 +87,17 @@ __all__ = [
 ]
 
 PromptStyle = Literal[
-    "full", "facts", "sized", "sized_batching", "sized_batching_kinds", "sized_batching_floors", "compact"
+    "full",
+    "facts",
+    "sized",
+    "sized_batching",
+    "sized_batching_kinds",
+    "sized_batching_floors",
+    "sized_batching_brief",
+    "compact",
 ]
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
-_BATCHING_STYLES = ("sized_batching", "sized_batching_kinds", "sized_batching_floors")
+_BATCHING_STYLES = ("sized_batching", "sized_batching_kinds", "sized_batching_floors", "sized_batching_brief")
 
 EXAMPLE_SCENARIO = Scenario.from_dict(
     {
@@ -165,6 +178,18 @@ GPU: params x bytes (fp32 4, bf16/fp16 2, fp8/int8 1, int4 0.52) / tensor_parall
 Adam / tensor_parallel; activations grow with seq_len x micro_batch_size (activation_checkpointing cuts
 them); serve: + KV cache of its share of batch_size. Over the GPU's memory: oom, the job earns nothing."""
 
+# The "sized_batching_brief" style's answer format: the schema's keys in one sentence, no value lists.
+_BRIEF_SCHEMA_TEXT = """\
+Answer with one JSON object in a ```json fence, one entry per job, ids exactly as given: {"jobs": [{"id",
+"gpus", "tensor_parallel", "precision": {<module group>: <format>}, then micro_batch_size and
+activation_checkpointing (train/lora) or kv_cache (serve)}, ...]}. The jobs' gpus sum to at most the
+cluster's count; tensor_parallel divides gpus."""
+# ... and what its Fits entries mean, in one sentence (_FITS_TEXT and _BATCHING_TEXT at length).
+_BRIEF_FITS_TEXT = """\
+"Fits": per format, the smallest tensor_parallel at which one replica fits in memory (a smaller one
+crashes, oom); for train/lora, the largest micro_batch_size that fits there without
+activation_checkpointing, or that it fits only with it."""
+
 # What the "sized" styles' per-job "Fits" line means (fleet_rl/replica_fit.py).
 _FITS_TEXT = """\
 "Fits" lists, per format (attention and mlp in it, the other groups 16-bit, the KV cache 8-bit below 16),
@@ -209,6 +234,8 @@ def system_prompt(style: PromptStyle = "full") -> str:
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}"
     if style == "sized":
         return f"{intro}\n{_SCHEMA_TEXT}\n{_ESSENTIAL_RULES_TEXT}\n{_FITS_TEXT}"
+    if style == "sized_batching_brief":
+        return f"{intro}\n{_BRIEF_SCHEMA_TEXT}\n{_BRIEF_FITS_TEXT}"
     if style in _BATCHING_STYLES:
         extra = {"sized_batching_kinds": f"\n{_KINDS_TEXT}", "sized_batching_floors": f"\n{_FLOORS_TEXT}"}
         return (

@@ -87,7 +87,10 @@ def test_multiagent_prompt_gives_the_other_parts_and_the_free_gpus():
 
 def test_bad_arguments_raise_clear_errors():
     scenario = make_scenario("easy", 0)
-    valid = "full, facts, sized, sized_batching, sized_batching_kinds, sized_batching_floors, compact"
+    valid = (
+        "full, facts, sized, sized_batching, sized_batching_kinds, sized_batching_floors, "
+        "sized_batching_brief, compact"
+    )
     with pytest.raises(ValueError, match=f"unknown prompt style 'long'; valid styles: {valid}"):
         build_messages(scenario, style="long")
     with pytest.raises(ValueError, match="agent 'nobody' is not a job of the scenario"):
@@ -331,3 +334,17 @@ def test_the_heuristics_training_batching_can_be_read_off_the_sized_batching_fit
                 *stated,
             )
     assert jobs > 40 and read / jobs > 0.9  # a floor may send the heuristic to more tensor parallelism
+
+
+def test_the_sized_batching_brief_style_is_sized_batchings_user_message_under_a_short_system_message():
+    """Issue #68: on a CPU the system message's tokens cost every SFT example and GRPO answer again; the
+    brief style keeps every figure of the user message and says the answer's keys and what Fits means in
+    three sentences."""
+    scenario = make_scenario("medium", 3)
+    system, user = build_messages(scenario, style="sized_batching_brief")
+    assert user["content"] == user_prompt(scenario, style="sized_batching")
+    assert len(system["content"]) < len(system_prompt("sized_batching")) / 2
+    for key in ("gpus", "tensor_parallel", "precision", "micro_batch_size", "activation_checkpointing"):
+        assert f'"{key}"' in system["content"] or key in system["content"]
+    assert "kv_cache" in system["content"] and '"Fits"' in system["content"]
+    assert "```json" in system["content"]

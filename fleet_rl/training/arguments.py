@@ -69,7 +69,8 @@ class FleetScriptArguments:
             "help": f"Prompt style, one of {', '.join(PROMPT_STYLES)} (sized: small models; sized_batching: "
             "sized plus how each training job batches; sized_batching_kinds: that plus each job's kind "
             "in the last line; sized_batching_floors: sized_batching plus the fewest GPUs that meet each "
-            "min_tokens_per_s; facts on the compact recipe: +3.6 [+0.5, +7.0])."
+            "min_tokens_per_s; sized_batching_brief: sized_batching's user message under a short system "
+            "message; facts on the compact recipe: +3.6 [+0.5, +7.0])."
         },
     )
 
