@@ -344,7 +344,14 @@ def test_the_sized_batching_brief_style_is_sized_batchings_user_message_under_a_
     system, user = build_messages(scenario, style="sized_batching_brief")
     assert user["content"] == user_prompt(scenario, style="sized_batching")
     assert len(system["content"]) < len(system_prompt("sized_batching")) / 2
-    for key in ("gpus", "tensor_parallel", "precision", "micro_batch_size", "activation_checkpointing"):
-        assert f'"{key}"' in system["content"] or key in system["content"]
-    assert "kv_cache" in system["content"] and '"Fits"' in system["content"]
+    keys = (
+        "gpus",
+        "tensor_parallel",
+        "precision",
+        "micro_batch_size",
+        "activation_checkpointing",
+        "kv_cache",
+    )
+    assert all(key in system["content"] for key in keys)
+    assert '"Fits"' in system["content"]
     assert "```json" in system["content"]
