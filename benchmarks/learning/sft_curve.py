@@ -6,6 +6,7 @@
     python -m benchmarks.learning.sft_curve --render benchmarks/results/sft_curve_optimal.json   # its table
     python -m benchmarks.learning.sft_curve --compare A.json B.json   # B - A per common step, paired (JSON)
     python -m benchmarks.learning.sft_curve --compare A.json B.json --compare_steps 90 180   # A@90, B@180
+    python -m benchmarks.learning.sft_curve --compare A0.json,A1.json B0.json,B1.json   # seeds pooled
 
 One SFT warm start (``fleet_rl.training.warm_start``: the preset's learning rate, batch and cosine schedule
 over ``max(--steps)`` steps, on ``max(--steps) × sft_batch_size`` examples, each seen once) saves the model
@@ -67,7 +68,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         "--compare",
         nargs=2,
         metavar=("A_JSON", "B_JSON"),
-        help="B's %% of optimum minus A's per common step, paired on the same scenarios (JSON); no run",
+        help="B's %% of optimum minus A's per common step, paired on the same scenarios (JSON); no run. "
+        "A and B may each be several curves joined by commas (SFT seeds), pooled per scenario",
     )
     parser.add_argument(
         "--compare_steps",
@@ -126,7 +128,9 @@ def main(argv: list[str] | None = None) -> dict | None:
     if args.compare:
         from benchmarks.learning.sft_curve_compare import compare_curves
 
-        baseline, candidate = (json.loads(Path(path).read_text()) for path in args.compare)
+        baseline, candidate = (
+            [json.loads(Path(path).read_text()) for path in side.split(",")] for side in args.compare
+        )
         try:
             comparison = compare_curves(baseline, candidate, steps=args.compare_steps)
         except ValueError as error:

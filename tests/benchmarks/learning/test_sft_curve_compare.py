@@ -80,3 +80,37 @@ def test_compare_steps_pairs_two_runs_of_different_lengths_at_the_steps_named(tm
     assert printed["steps"][0]["candidate_percent_of_optimum"] == pytest.approx(30.0)
     with pytest.raises(SystemExit):
         sft_curve.parse(["--render", str(a), "--compare_steps", "90", "180"])
+
+
+def test_seeds_on_each_side_are_paired_by_position_and_pooled_per_scenario(tmp_path):
+    baselines = [_curve({180: [10.0, 20.0, 30.0]}), _curve({180: [30.0, 20.0, 10.0]})]
+    candidates = [_curve({180: [20.0, 20.0, 30.0]}), _curve({180: [30.0, 50.0, 10.0]})]
+    comparison = compare_curves(baselines, candidates, resamples=200)
+    (step,) = comparison["steps"]
+    # per scenario, averaged over the pairs: (10 + 0) / 2, (0 + 30) / 2, (0 + 0) / 2
+    assert step["difference_percent_points"] == pytest.approx((5.0 + 15.0 + 0.0) / 3)
+    assert step["per_seed"] == pytest.approx([10.0 / 3, 10.0])
+    assert step["baseline_percent_of_optimum"] == pytest.approx(20.0)
+    assert comparison["seeds_pooled"] == 2 and comparison["scenarios"] == 3
+    low, high = step["difference_ci95"]
+    assert 0.0 <= low <= step["difference_percent_points"] <= high <= 15.0
+    with pytest.raises(ValueError, match="give as many on each side"):
+        compare_curves(baselines, candidates[:1])
+    with pytest.raises(ValueError, match="evaluated differently"):
+        compare_curves(baselines, [candidates[0], _curve({180: [1.0] * 3}, eval=EVAL | {"split": "train"})])
+    paths = []
+    for name, curve in zip(("a0", "a1", "b0", "b1"), [*baselines, *candidates], strict=True):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(curve))
+    printed = sft_curve.main(["--compare", f"{paths[0]},{paths[1]}", f"{paths[2]},{paths[3]}"])
+    assert printed["steps"][0]["per_seed"] == pytest.approx(step["per_seed"])
+    with pytest.raises(SystemExit, match="give as many on each side"):
+        sft_curve.main(["--compare", f"{paths[0]},{paths[1]}", str(paths[2])])
+
+
+def test_a_pooled_step_must_be_on_every_curve_of_its_side():
+    baselines = [_curve({90: [1.0] * 3, 180: [1.0] * 3}), _curve({180: [2.0] * 3})]
+    candidates = [_curve({90: [3.0] * 3, 180: [3.0] * 3}), _curve({90: [3.0] * 3, 180: [3.0] * 3})]
+    assert [step["step"] for step in compare_curves(baselines, candidates, resamples=50)["steps"]] == [180]
+    with pytest.raises(ValueError, match="no such steps"):
+        compare_curves(baselines, candidates, steps=(90, 90))
