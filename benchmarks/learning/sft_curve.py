@@ -128,12 +128,12 @@ def main(argv: list[str] | None = None) -> dict | None:
     if args.compare:
         from benchmarks.learning.sft_curve_compare import compare_curves
 
-        baseline, candidate = (
-            [json.loads(Path(path).read_text()) for path in side.split(",")] for side in args.compare
-        )
         try:
+            baseline, candidate = (
+                [json.loads(Path(path).read_text()) for path in side.split(",")] for side in args.compare
+            )
             comparison = compare_curves(baseline, candidate, steps=args.compare_steps)
-        except ValueError as error:
+        except (OSError, ValueError) as error:  # an unreadable or non-JSON file, curves not comparable
             sys.exit(f"sft_curve.py: error: {error}")
         print(json.dumps(comparison, indent=1))
         return comparison

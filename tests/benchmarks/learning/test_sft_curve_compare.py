@@ -114,3 +114,12 @@ def test_a_pooled_step_must_be_on_every_curve_of_its_side():
     assert [step["step"] for step in compare_curves(baselines, candidates, resamples=50)["steps"]] == [180]
     with pytest.raises(ValueError, match="no such steps"):
         compare_curves(baselines, candidates, steps=(90, 90))
+
+
+@pytest.mark.parametrize("side", ["{a},", "{a},missing.json", "{bad}"])
+def test_a_missing_or_unreadable_curve_file_is_a_one_line_error(tmp_path, side):
+    a, bad = tmp_path / "a.json", tmp_path / "bad.json"
+    a.write_text(json.dumps(_curve({90: [1.0, 2.0, 3.0]})))
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit, match="sft_curve.py: error: "):
+        sft_curve.main(["--compare", str(a), side.format(a=a, bad=bad)])
