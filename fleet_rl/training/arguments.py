@@ -166,6 +166,14 @@ class FleetScriptArguments:
     sft_learning_rate: float = field(default=2e-3, metadata={"help": "Learning rate of the SFT warm start."})
     sft_batch_size: int = field(default=8, metadata={"help": "Per-device batch size of the SFT warm start."})
     sft_num_examples: int = field(default=512, metadata={"help": "Examples for the SFT warm start."})
+    sft_save_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Save a resumable checkpoint of the SFT warm start every N steps (the newest kept, in "
+            "<output_dir>/warm-start-run): started again with the same settings, a stopped warm start "
+            "resumes from it instead of training from step 0 (0: no checkpoints)."
+        },
+    )
     sft_split_note: bool = field(
         default=False,
         metadata={

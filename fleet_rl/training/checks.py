@@ -110,9 +110,9 @@ def check_options(
         )
     if script_args.sft_target not in SFT_TARGETS:
         raise ValueError(f"unknown sft_target {script_args.sft_target!r}; valid: {', '.join(SFT_TARGETS)}")
-    counts = ("sft_steps", "eval_scenarios", "no_signal_steps")
+    counts = ("sft_steps", "sft_save_steps", "eval_scenarios", "no_signal_steps")
     if min(getattr(script_args, name) for name in counts) < 0:
-        raise ValueError("sft_steps, eval_scenarios and no_signal_steps must be >= 0")
+        raise ValueError("sft_steps, sft_save_steps, eval_scenarios and no_signal_steps must be >= 0")
     if (
         script_args.sft_steps
         and getattr(model_args, "load_in_4bit", False)

@@ -17,6 +17,20 @@ start leaves ``warm_start.json`` (its settings, loss and wall time), so a resume
 (steps, target, split note, learning rate, batch size, examples, seed) reuses it instead of training it
 again.
 
+The marker records what the warm start was trained from and on, too: the base model, the prompt style, the
+tasks and their weights, the dataset seed and the length cap, so a run that changes any of them trains a
+new warm start instead of reusing one made for other prompts or another model (a marker from before a key
+existed is not compared on it).
+
+``sft_save_steps`` N makes the warm start itself resumable: transformers' Trainer saves a checkpoint (model,
+optimizer, scheduler, RNG, step) every N steps to ``<output_dir>/warm-start-run``, keeping the newest, with
+the settings beside it (``warm_start_run.json``). Started again with the same settings, a warm start that
+was stopped resumes from the newest complete checkpoint (``newest_complete_checkpoint``: one a kill left
+half-written is skipped) and ends where an uninterrupted run ends; checkpoints of a run with other settings
+are removed first (kept, the Trainer's rotation would keep them as the newest). A finished warm start
+removes its checkpoints: the model it saved is what GRPO loads. The SmolLM2 preset saves every 20 of its
+180 steps (~80-95 minutes on 2 cores), so a stop costs minutes, not the warm start.
+
 ``checkpoint_steps`` (the SFT curve, ``benchmarks/learning/sft_curve.py``) also saves the model at those steps
 to ``<output_dir>/warm-start-checkpoints/step-<N>``, each a directory GRPO can start from, with its tokenizer
 and a ``warm_start.json`` naming its steps and target (so the learning benchmark's ``fair_start`` reads
@@ -25,8 +39,10 @@ what it imitated). They are points along one run: its cosine schedule spans all 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +52,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import SFTConfig, SFTTrainer
 
 from fleet_rl.training.arguments import FleetScriptArguments
+from fleet_rl.training.complete_checkpoints import CHECKPOINT_NAME, newest_complete_checkpoint
 from fleet_rl.training.dataset import sft_dataset
 
 __all__ = [
@@ -52,6 +69,8 @@ logger = logging.getLogger(__name__)
 WARM_START_DIR = "warm-start"
 WARM_START_MARKER = "warm_start.json"
 WARM_START_CHECKPOINTS_DIR = "warm-start-checkpoints"
+WARM_START_RUN_DIR = "warm-start-run"  # the SFT Trainer's output_dir: its resumable checkpoints
+WARM_START_RUN_SETTINGS = "warm_start_run.json"  # what the checkpoints there were trained with
 
 
 def checkpoint_dir(training_args, step: int) -> Path:
@@ -78,13 +97,20 @@ class _SaveAtSteps(TrainerCallback):
 
 
 def warm_start_settings(script_args: FleetScriptArguments) -> dict:
-    """What a warm start was trained with, as its marker records it, beside its steps and example count."""
+    """What a warm start was trained with, as its marker records it, beside its steps, seed and base model:
+    its target and optimisation, and the prompts its examples were drawn as."""
+    weights = script_args.task_weights
     return {
         "target": script_args.sft_target,
         "split_note": script_args.sft_split_note,
         "learning_rate": script_args.sft_learning_rate,
         "batch_size": script_args.sft_batch_size,
         "examples": script_args.sft_num_examples,
+        "prompt_style": script_args.prompt_style,
+        "tasks": list(script_args.tasks),
+        "task_weights": None if weights is None else list(weights),
+        "dataset_seed": script_args.dataset_seed,
+        "max_length": script_args.max_seq_length,
     }
 
 
@@ -92,15 +118,43 @@ def warm_start_settings(script_args: FleetScriptArguments) -> dict:
 _MARKER_DEFAULTS = {"target": "optimal", "split_note": False}
 
 
-def same_warm_start(done: dict, script_args: FleetScriptArguments, seed: int | None = None) -> bool:
+def same_warm_start(
+    done: dict, script_args: FleetScriptArguments, seed: int | None = None, base_model: str | None = None
+) -> bool:
     """Whether a finished warm start's marker (``warm_start.json``) was trained with the settings asked: its
-    steps, target, split note, learning rate, batch size, example count and seed. A marker from before a key
-    existed counts as target optimal and no split note, and is not compared on the keys it never wrote
-    (learning rate, batch size, example count, seed); ``seed`` None: any seed."""
+    steps, ``warm_start_settings``, seed and base model. A marker from before a key existed counts as target
+    optimal and no split note, and is not compared on the other keys it never wrote; ``seed`` or
+    ``base_model`` None: any."""
     asked = {"steps": script_args.sft_steps} | warm_start_settings(script_args)
     if seed is not None:
         asked["seed"] = seed
+    if base_model is not None:
+        asked["base_model"] = base_model
     return all(done.get(key, _MARKER_DEFAULTS.get(key, value)) == value for key, value in asked.items())
+
+
+def _resumable_checkpoint(run_dir: Path, asked: dict) -> str | None:
+    """The newest complete checkpoint of a stopped warm start trained with ``asked`` (its
+    ``warm_start_run.json``), or None: no checkpoint, or one of other settings, which is removed (the
+    Trainer's rotation keeps the highest-numbered, so a stale one would outlive the run's own)."""
+    settings = run_dir / WARM_START_RUN_SETTINGS
+    try:
+        same = json.loads(settings.read_text()) == asked
+    except (OSError, ValueError):
+        same = False
+    if same:
+        checkpoint, damaged = newest_complete_checkpoint(run_dir)
+        for path, problem in damaged:
+            logger.warning("skipping the incomplete SFT checkpoint %s (%s)", path, problem)
+        return checkpoint
+    stale = [path for path in run_dir.glob("checkpoint-*") if CHECKPOINT_NAME.match(path.name)]
+    if stale:
+        logger.warning(
+            "removing %d SFT checkpoint(s) in %s: trained with other settings", len(stale), run_dir
+        )
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return None
 
 
 def warm_start(
@@ -118,10 +172,24 @@ def warm_start(
     if marker.exists():
         done = json.loads(marker.read_text())
         saved = all(checkpoint_dir(training_args, step).is_dir() for step in checkpoint_steps)
-        if same_warm_start(done, script_args, training_args.seed) and saved:
+        if same_warm_start(done, script_args, training_args.seed, model_name_or_path) and saved:
             logger.info("reusing the SFT warm start in %s", target)
             return str(target)
         logger.warning("the warm start in %s has other settings (%s); training it again", target, done)
+    run_dir = Path(training_args.output_dir) / WARM_START_RUN_DIR
+    asked = {"steps": script_args.sft_steps, **warm_start_settings(script_args), "seed": training_args.seed,
+             "base_model": model_name_or_path}  # fmt: skip
+    resume = None
+    if script_args.sft_save_steps:
+        # Process zero decides and clears first; the others then find what it left (its checkpoint, or none).
+        first = getattr(training_args, "main_process_first", None)
+        with first(desc="find the SFT checkpoint to resume") if first else contextlib.nullcontext():
+            resume = _resumable_checkpoint(run_dir, asked)
+            if getattr(training_args, "process_index", 0) == 0:
+                run_dir.mkdir(parents=True, exist_ok=True)
+                (run_dir / WARM_START_RUN_SETTINGS).write_text(json.dumps(asked, indent=2))
+    if resume:
+        logger.info("resuming the SFT warm start from %s", resume)
     started = time.perf_counter()
     dataset = sft_dataset(
         script_args.tasks,
@@ -135,7 +203,7 @@ def warm_start(
     tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
     model = AutoModelForCausalLM.from_pretrained(model_name_or_path, dtype=torch.float32)
     config = SFTConfig(
-        output_dir=str(Path(training_args.output_dir) / "warm-start-run"),
+        output_dir=str(run_dir),
         max_steps=script_args.sft_steps,
         per_device_train_batch_size=script_args.sft_batch_size,
         learning_rate=script_args.sft_learning_rate,
@@ -143,7 +211,9 @@ def warm_start(
         warmup_steps=max(script_args.sft_steps // 20, 1),
         weight_decay=0.0,
         logging_steps=max(script_args.sft_steps // 10, 1),
-        save_strategy="no",
+        save_strategy="steps" if script_args.sft_save_steps else "no",
+        save_steps=script_args.sft_save_steps or 500,  # 500: the Trainer's default, unused without saving
+        save_total_limit=1,
         report_to="none",
         seed=training_args.seed,
         use_cpu=training_args.use_cpu,
@@ -159,6 +229,7 @@ def warm_start(
             "steps": steps,
             **warm_start_settings(script_args),
             "seed": training_args.seed,
+            "base_model": model_name_or_path,
             "examples": len(dataset),  # sft_num_examples: one example per scenario drawn
             "schedule_steps": script_args.sft_steps,  # the run's cosine schedule, when steps is a checkpoint
         }
@@ -168,14 +239,17 @@ def warm_start(
     trainer = SFTTrainer(
         model=model, args=config, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
     )
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(str(target))
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(target))
         summary = describe(script_args.sft_steps) | {
-            "train_loss": result.training_loss,
-            "wall_s": time.perf_counter() - started,  # dataset, model load, training and saving
+            "train_loss": result.training_loss,  # over the steps this process trained, when it resumed
+            "wall_s": time.perf_counter() - started,  # dataset, model load, training and saving: this process
+            "resumed_from": resume,
         }
         marker.write_text(json.dumps(summary, indent=2))
+        for path in run_dir.glob("checkpoint-*"):  # the finished model is saved: its checkpoints are spent
+            shutil.rmtree(path, ignore_errors=True)
     trainer.accelerator.wait_for_everyone()
     return str(target)

@@ -45,3 +45,17 @@ def test_a_finished_warm_start_records_its_settings_and_is_reused_only_with_them
     training_args.seed = 1  # another seed: trained again
     warm_start(model, script_args, training_args, checkpoint_steps=[1])
     assert json.loads(marker_path.read_text())["seed"] == 1
+
+
+def test_a_warm_start_made_from_another_model_or_for_other_prompts_is_not_reused():
+    asked = FleetScriptArguments(**ASKED, prompt_style="sized_batching", tasks=["easy", "medium"])
+    marker = MARKER | {"base_model": "models/a", "prompt_style": "sized_batching",
+                       "tasks": ["easy", "medium"], "task_weights": None, "dataset_seed": 0,
+                       "max_length": 4096}  # fmt: skip
+    assert same_warm_start(marker, asked, seed=0, base_model="models/a")
+    assert not same_warm_start(marker, asked, seed=0, base_model="models/b")
+    for key, other in [("prompt_style", "sized_batching_brief"), ("tasks", ["easy"]), ("dataset_seed", 100),
+                       ("task_weights", [1.0, 2.0]), ("max_length", 2048)]:  # fmt: skip
+        assert not same_warm_start(marker | {key: other}, asked, seed=0, base_model="models/a"), key
+    # a marker from before these keys is not compared on them
+    assert same_warm_start(MARKER, asked, seed=0, base_model="models/b")

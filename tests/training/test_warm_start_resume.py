@@ -1,0 +1,118 @@
+"""fleet_rl/training/warm_start.py with ``sft_save_steps``: a warm start stopped after a checkpoint resumes
+from it and ends on an uninterrupted run's weights; checkpoints of other settings are not resumed."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from trl import SFTTrainer
+
+from fleet_rl.tiny_model import ensure_tiny_model
+from fleet_rl.training.arguments import FleetScriptArguments
+from fleet_rl.training.warm_start import (
+    WARM_START_MARKER,
+    WARM_START_RUN_DIR,
+    WARM_START_RUN_SETTINGS,
+    warm_start,
+)
+
+STEPS = 4
+
+
+class Killed(Exception):
+    """Stands for the process dying right after a checkpoint was written."""
+
+
+def settings(**changes) -> FleetScriptArguments:
+    return FleetScriptArguments(
+        tasks=["easy"],
+        sft_steps=STEPS,
+        sft_batch_size=2,
+        sft_num_examples=2 * STEPS,
+        sft_save_steps=2,
+        **changes,
+    )
+
+
+def weights(run_dir) -> dict:
+    return load_file(str(run_dir / "warm-start" / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return str(ensure_tiny_model(tmp_path_factory.mktemp("tiny") / "model"))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny, tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    warm_start(tiny, settings(), SimpleNamespace(output_dir=str(out), seed=0, use_cpu=True))
+    return out
+
+
+def kill_after_first_save(monkeypatch):
+    save = SFTTrainer._save_checkpoint
+
+    def save_then_die(self, *args, **kwargs):
+        save(self, *args, **kwargs)
+        raise Killed
+
+    monkeypatch.setattr(SFTTrainer, "_save_checkpoint", save_then_die)
+
+
+def test_a_stopped_warm_start_resumes_from_its_checkpoint_and_ends_where_an_uninterrupted_one_ends(
+    tiny, uninterrupted, tmp_path, monkeypatch
+):
+    training_args = SimpleNamespace(output_dir=str(tmp_path), seed=0, use_cpu=True)
+    with monkeypatch.context() as patch:
+        kill_after_first_save(patch)
+        with pytest.raises(Killed):
+            warm_start(tiny, settings(), training_args)
+    run_dir = tmp_path / WARM_START_RUN_DIR
+    assert sorted(path.name for path in run_dir.glob("checkpoint-*")) == ["checkpoint-2"]
+    assert not (tmp_path / "warm-start" / WARM_START_MARKER).exists()
+
+    warm_start(tiny, settings(), training_args)
+    marker = json.loads((tmp_path / "warm-start" / WARM_START_MARKER).read_text())
+    assert marker["resumed_from"] == str(run_dir / "checkpoint-2")
+    assert json.loads((uninterrupted / "warm-start" / WARM_START_MARKER).read_text())["resumed_from"] is None
+    resumed, whole = weights(tmp_path), weights(uninterrupted)
+    assert resumed.keys() == whole.keys()
+    for name, tensor in whole.items():
+        torch.testing.assert_close(resumed[name], tensor, rtol=0, atol=1e-6, msg=name)
+    assert not list(run_dir.glob("checkpoint-*"))  # finished: the saved model replaces its checkpoints
+
+
+def test_checkpoints_of_a_warm_start_with_other_settings_are_removed_not_resumed(tiny, tmp_path, monkeypatch):
+    training_args = SimpleNamespace(output_dir=str(tmp_path), seed=0, use_cpu=True)
+    with monkeypatch.context() as patch:
+        kill_after_first_save(patch)
+        with pytest.raises(Killed):
+            warm_start(tiny, settings(sft_learning_rate=1e-3), training_args)
+    run_dir = tmp_path / WARM_START_RUN_DIR
+    assert json.loads((run_dir / WARM_START_RUN_SETTINGS).read_text())["learning_rate"] == 1e-3
+
+    warm_start(tiny, settings(), training_args)  # the default learning rate: a new warm start
+    marker = json.loads((tmp_path / "warm-start" / WARM_START_MARKER).read_text())
+    assert marker["resumed_from"] is None
+    assert (
+        json.loads((run_dir / WARM_START_RUN_SETTINGS).read_text())["learning_rate"]
+        == marker["learning_rate"]
+    )
+
+
+def test_a_damaged_newest_checkpoint_is_skipped(tiny, tmp_path, monkeypatch):
+    training_args = SimpleNamespace(output_dir=str(tmp_path), seed=0, use_cpu=True)
+    with monkeypatch.context() as patch:
+        kill_after_first_save(patch)
+        with pytest.raises(Killed):
+            warm_start(tiny, settings(), training_args)
+    run_dir = tmp_path / WARM_START_RUN_DIR
+    (run_dir / "checkpoint-2" / "optimizer.pt").write_bytes(b"cut off")  # a kill while saving
+
+    warm_start(tiny, settings(), training_args)
+    assert json.loads((tmp_path / "warm-start" / WARM_START_MARKER).read_text())["resumed_from"] is None
