@@ -4,6 +4,7 @@ from it and ends on an uninterrupted run's weights; checkpoints of other setting
 from __future__ import annotations
 
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -48,10 +49,20 @@ def tiny(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tiny, tmp_path_factory):
-    out = tmp_path_factory.mktemp("whole")
-    warm_start(tiny, settings(), SimpleNamespace(output_dir=str(out), seed=0, use_cpu=True))
-    return out
+def tiny_tied(tiny, tmp_path_factory):
+    """The tiny model with its output layer tied to its embeddings, as SmolLM2's is: a checkpoint then holds
+    one of the two, and the resume must still restore both."""
+    tied = tmp_path_factory.mktemp("tied") / "model"
+    shutil.copytree(tiny, tied)
+    config = json.loads((tied / "config.json").read_text())
+    (tied / "config.json").write_text(json.dumps(config | {"tie_word_embeddings": True}))
+    return str(tied)
+
+
+def uninterrupted_run(model: str, out) -> dict:
+    warm_start(model, settings(), SimpleNamespace(output_dir=str(out), seed=0, use_cpu=True))
+    assert json.loads((out / "warm-start" / WARM_START_MARKER).read_text())["resumed_from"] is None
+    return weights(out)
 
 
 def kill_after_first_save(monkeypatch):
@@ -64,23 +75,26 @@ def kill_after_first_save(monkeypatch):
     monkeypatch.setattr(SFTTrainer, "_save_checkpoint", save_then_die)
 
 
+@pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied_embeddings"])
 def test_a_stopped_warm_start_resumes_from_its_checkpoint_and_ends_where_an_uninterrupted_one_ends(
-    tiny, uninterrupted, tmp_path, monkeypatch
+    tied, tiny, tiny_tied, tmp_path, monkeypatch
 ):
-    training_args = SimpleNamespace(output_dir=str(tmp_path), seed=0, use_cpu=True)
+    model = tiny_tied if tied else tiny
+    whole = uninterrupted_run(model, tmp_path / "whole")
+    out = tmp_path / "stopped"
+    training_args = SimpleNamespace(output_dir=str(out), seed=0, use_cpu=True)
     with monkeypatch.context() as patch:
         kill_after_first_save(patch)
         with pytest.raises(Killed):
-            warm_start(tiny, settings(), training_args)
-    run_dir = tmp_path / WARM_START_RUN_DIR
+            warm_start(model, settings(), training_args)
+    run_dir = out / WARM_START_RUN_DIR
     assert sorted(path.name for path in run_dir.glob("checkpoint-*")) == ["checkpoint-2"]
-    assert not (tmp_path / "warm-start" / WARM_START_MARKER).exists()
+    assert not (out / "warm-start" / WARM_START_MARKER).exists()
 
-    warm_start(tiny, settings(), training_args)
-    marker = json.loads((tmp_path / "warm-start" / WARM_START_MARKER).read_text())
+    warm_start(model, settings(), training_args)
+    marker = json.loads((out / "warm-start" / WARM_START_MARKER).read_text())
     assert marker["resumed_from"] == str(run_dir / "checkpoint-2")
-    assert json.loads((uninterrupted / "warm-start" / WARM_START_MARKER).read_text())["resumed_from"] is None
-    resumed, whole = weights(tmp_path), weights(uninterrupted)
+    resumed = weights(out)
     assert resumed.keys() == whole.keys()
     for name, tensor in whole.items():
         torch.testing.assert_close(resumed[name], tensor, rtol=0, atol=1e-6, msg=name)
