@@ -65,14 +65,20 @@ def uninterrupted_run(model: str, out) -> dict:
     return weights(out)
 
 
-def kill_after_first_save(monkeypatch):
+def stopped_after_first_checkpoint(model: str, out, monkeypatch, script_args=None) -> SimpleNamespace:
+    """Run a warm start into ``out`` that dies right after writing its first checkpoint; its training args."""
+    training_args = SimpleNamespace(output_dir=str(out), seed=0, use_cpu=True)
     save = SFTTrainer._save_checkpoint
 
     def save_then_die(self, *args, **kwargs):
         save(self, *args, **kwargs)
         raise Killed
 
-    monkeypatch.setattr(SFTTrainer, "_save_checkpoint", save_then_die)
+    with monkeypatch.context() as patch:
+        patch.setattr(SFTTrainer, "_save_checkpoint", save_then_die)
+        with pytest.raises(Killed):
+            warm_start(model, script_args or settings(), training_args)
+    return training_args
 
 
 @pytest.mark.parametrize("tied", [False, True], ids=["untied", "tied_embeddings"])
@@ -82,11 +88,7 @@ def test_a_stopped_warm_start_resumes_from_its_checkpoint_and_ends_where_an_unin
     model = tiny_tied if tied else tiny
     whole = uninterrupted_run(model, tmp_path / "whole")
     out = tmp_path / "stopped"
-    training_args = SimpleNamespace(output_dir=str(out), seed=0, use_cpu=True)
-    with monkeypatch.context() as patch:
-        kill_after_first_save(patch)
-        with pytest.raises(Killed):
-            warm_start(model, settings(), training_args)
+    training_args = stopped_after_first_checkpoint(model, out, monkeypatch)
     run_dir = out / WARM_START_RUN_DIR
     assert sorted(path.name for path in run_dir.glob("checkpoint-*")) == ["checkpoint-2"]
     assert not (out / "warm-start" / WARM_START_MARKER).exists()
@@ -102,11 +104,8 @@ def test_a_stopped_warm_start_resumes_from_its_checkpoint_and_ends_where_an_unin
 
 
 def test_checkpoints_of_a_warm_start_with_other_settings_are_removed_not_resumed(tiny, tmp_path, monkeypatch):
-    training_args = SimpleNamespace(output_dir=str(tmp_path), seed=0, use_cpu=True)
-    with monkeypatch.context() as patch:
-        kill_after_first_save(patch)
-        with pytest.raises(Killed):
-            warm_start(tiny, settings(sft_learning_rate=1e-3), training_args)
+    other = settings(sft_learning_rate=1e-3)
+    training_args = stopped_after_first_checkpoint(tiny, tmp_path, monkeypatch, other)
     run_dir = tmp_path / WARM_START_RUN_DIR
     assert json.loads((run_dir / WARM_START_RUN_SETTINGS).read_text())["learning_rate"] == 1e-3
 
@@ -120,11 +119,7 @@ def test_checkpoints_of_a_warm_start_with_other_settings_are_removed_not_resumed
 
 
 def test_a_damaged_newest_checkpoint_is_skipped(tiny, tmp_path, monkeypatch):
-    training_args = SimpleNamespace(output_dir=str(tmp_path), seed=0, use_cpu=True)
-    with monkeypatch.context() as patch:
-        kill_after_first_save(patch)
-        with pytest.raises(Killed):
-            warm_start(tiny, settings(), training_args)
+    training_args = stopped_after_first_checkpoint(tiny, tmp_path, monkeypatch)
     run_dir = tmp_path / WARM_START_RUN_DIR
     (run_dir / "checkpoint-2" / "optimizer.pt").write_bytes(b"cut off")  # a kill while saving
 
