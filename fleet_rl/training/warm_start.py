@@ -118,6 +118,14 @@ def warm_start_settings(script_args: FleetScriptArguments) -> dict:
 _MARKER_DEFAULTS = {"target": "optimal", "split_note": False}
 
 
+def _asked(script_args: FleetScriptArguments, seed: int | None, base_model: str | None) -> dict:
+    """The settings a warm start is asked for: its steps, ``warm_start_settings``, and the seed and base
+    model where given."""
+    given = {"seed": seed, "base_model": base_model}
+    asked = {"steps": script_args.sft_steps} | warm_start_settings(script_args)
+    return asked | {key: value for key, value in given.items() if value is not None}
+
+
 def same_warm_start(
     done: dict, script_args: FleetScriptArguments, seed: int | None = None, base_model: str | None = None
 ) -> bool:
@@ -125,11 +133,7 @@ def same_warm_start(
     steps, ``warm_start_settings``, seed and base model. A marker from before a key existed counts as target
     optimal and no split note, and is not compared on the other keys it never wrote; ``seed`` or
     ``base_model`` None: any."""
-    asked = {"steps": script_args.sft_steps} | warm_start_settings(script_args)
-    if seed is not None:
-        asked["seed"] = seed
-    if base_model is not None:
-        asked["base_model"] = base_model
+    asked = _asked(script_args, seed, base_model)
     return all(done.get(key, _MARKER_DEFAULTS.get(key, value)) == value for key, value in asked.items())
 
 
@@ -177,8 +181,7 @@ def warm_start(
             return str(target)
         logger.warning("the warm start in %s has other settings (%s); training it again", target, done)
     run_dir = Path(training_args.output_dir) / WARM_START_RUN_DIR
-    asked = {"steps": script_args.sft_steps, **warm_start_settings(script_args), "seed": training_args.seed,
-             "base_model": model_name_or_path}  # fmt: skip
+    asked = _asked(script_args, training_args.seed, model_name_or_path)
     resume = None
     if script_args.sft_save_steps:
         # Process zero decides and clears first; the others then find what it left (its checkpoint, or none).
