@@ -17,7 +17,9 @@ the learning benchmark's key, so ``python -m benchmarks.learning --work_dir <wor
 --model_name_or_path <work_dir>/warm-start-checkpoints/step-N`` reuses it as its start's instead of
 answering again. The result lists, per checkpoint, the summary (overall, per task, per unseen part:
 ``fleet_rl.training.unseen_split``) and the per-scenario % of optimum, beside the baselines, with the
-command, machine and commit. ``--reuse`` keeps a finished warm start of the same settings.
+command, machine and commit. ``--reuse`` keeps a finished warm start of the same settings; without it the
+warm start is trained again, though a stopped run of the same settings (``sft_save_steps``) resumes from its
+checkpoint and keeps the step saves it made before it (``clear_for_training``).
 
 A checkpoint of a longer run is not the same model as a run of that many steps: the schedule spans all
 the steps. The best checkpoint is chosen on the held-out scenarios themselves, which the result says.
@@ -37,7 +39,7 @@ from fleet_rl.training.config_file import exit_on_a_bad_config
 if __name__ == "__main__":
     exit_on_a_bad_config(sys.argv[1:], "sft_curve.py")
 
-__all__ = ["main", "render"]
+__all__ = ["clear_for_training", "main", "render"]
 
 COLUMNS = (  # (summary key, header, format)
     ("mean_percent_of_optimum", "% of optimum", "{:.1f}"),
@@ -120,6 +122,21 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
+def clear_for_training(model_name_or_path: str, script_args, training_args, steps: list[int]) -> None:
+    """Before a run without ``--reuse``: remove the finished warm start and the saves of ``steps`` the run
+    will make again. A stopped run of the same settings that it resumes keeps the saves up to its
+    checkpoint (``resume_point``): a resumed run cannot make them again."""
+    import shutil
+
+    from fleet_rl.training.warm_start import WARM_START_DIR, checkpoint_dir, resume_point
+
+    resumed_step = resume_point(model_name_or_path, script_args, training_args)
+    shutil.rmtree(Path(training_args.output_dir) / WARM_START_DIR, ignore_errors=True)
+    for step in steps:
+        if step > resumed_step:
+            shutil.rmtree(checkpoint_dir(training_args, step), ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> dict | None:
     args, train_flags = parse(sys.argv[1:] if argv is None else argv)
     if args.render:
@@ -150,12 +167,7 @@ def main(argv: list[str] | None = None) -> dict | None:
     from fleet_rl.smollm2 import ensure_smollm2
     from fleet_rl.tiny_model import ensure_tiny_model
     from fleet_rl.training.heldout import EVAL_DATASET_SEED
-    from fleet_rl.training.warm_start import (
-        WARM_START_CHECKPOINTS_DIR,
-        WARM_START_DIR,
-        checkpoint_dir,
-        warm_start,
-    )
+    from fleet_rl.training.warm_start import checkpoint_dir, warm_start
 
     steps = sorted(set(args.steps))
     work_dir = Path(args.work_dir)
@@ -169,10 +181,7 @@ def main(argv: list[str] | None = None) -> dict | None:
     args.sft_target = script_args.sft_target  # what the result names: the flag's, else the preset's
     script_args.sft_num_examples = steps[-1] * script_args.sft_batch_size  # each example seen once
     if not args.reuse:
-        import shutil
-
-        for stale in (WARM_START_DIR, WARM_START_CHECKPOINTS_DIR):
-            shutil.rmtree(work_dir / stale, ignore_errors=True)
+        clear_for_training(model_args.model_name_or_path, script_args, training_args, steps)
     if script_args.local_model:
         {"tiny": ensure_tiny_model, "smollm2": ensure_smollm2}[script_args.local_model](
             model_args.model_name_or_path

@@ -34,7 +34,10 @@ removes its checkpoints: the model it saved is what GRPO loads. The SmolLM2 pres
 ``checkpoint_steps`` (the SFT curve, ``benchmarks/learning/sft_curve.py``) also saves the model at those steps
 to ``<output_dir>/warm-start-checkpoints/step-<N>``, each a directory GRPO can start from, with its tokenizer
 and a ``warm_start.json`` naming its steps and target (so the learning benchmark's ``fair_start`` reads
-what it imitated). They are points along one run: its cosine schedule spans all ``sft_steps``.
+what it imitated). They are points along one run: its cosine schedule spans all ``sft_steps``. A run that
+resumes from checkpoint-R needs the saves of the steps up to R that the stopped run made (``resume_point``
+says R before anything is trained, so a caller that clears old saves keeps those): when one of them is
+gone, the warm start stops with an error before training, since only a run from step 0 could save it again.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ __all__ = [
     "WARM_START_DIR",
     "WARM_START_MARKER",
     "checkpoint_dir",
+    "resume_point",
     "same_warm_start",
     "warm_start",
 ]
@@ -161,6 +165,35 @@ def _resumable_checkpoint(run_dir: Path, asked: dict) -> str | None:
     return None
 
 
+def resume_point(model_name_or_path: str, script_args: FleetScriptArguments, training_args) -> int:
+    """The step of the checkpoint a warm start asked for with these settings would resume from (0: it
+    would start afresh), found without removing or writing anything."""
+    if not script_args.sft_save_steps:
+        return 0
+    run_dir = Path(training_args.output_dir) / WARM_START_RUN_DIR
+    asked = _asked(script_args, training_args.seed, model_name_or_path)
+    try:
+        same = json.loads((run_dir / WARM_START_RUN_SETTINGS).read_text()) == asked
+    except (OSError, ValueError):
+        return 0
+    checkpoint, _ = newest_complete_checkpoint(run_dir) if same else (None, [])
+    return int(CHECKPOINT_NAME.match(Path(checkpoint).name).group(1)) if checkpoint else 0
+
+
+def _check_saves_before(resume: str, checkpoint_steps: Sequence[int], training_args) -> None:
+    """Raise before training when the run resumes from ``resume`` past a step of ``checkpoint_steps`` whose
+    save (``checkpoint_dir``) is gone: resuming cannot save it again."""
+    resumed_step = int(CHECKPOINT_NAME.match(Path(resume).name).group(1))
+    lost = [step for step in checkpoint_steps if step <= resumed_step]
+    lost = [step for step in lost if not checkpoint_dir(training_args, step).is_dir()]
+    if lost:
+        raise FileNotFoundError(
+            f"the SFT warm start would resume from {resume}, past step(s) {lost} whose saved model "
+            f"({checkpoint_dir(training_args, lost[0])}) is gone; a resumed run cannot save it again. Ask "
+            f"only for steps after {resumed_step}, or remove {Path(resume).parent} to train from step 0"
+        )
+
+
 def warm_start(
     model_name_or_path: str,
     script_args: FleetScriptArguments,
@@ -192,6 +225,7 @@ def warm_start(
                 run_dir.mkdir(parents=True, exist_ok=True)
                 (run_dir / WARM_START_RUN_SETTINGS).write_text(json.dumps(asked, indent=2))
     if resume:
+        _check_saves_before(resume, checkpoint_steps, training_args)
         logger.info("resuming the SFT warm start from %s", resume)
     started = time.perf_counter()
     dataset = sft_dataset(

@@ -18,6 +18,8 @@ from fleet_rl.training.warm_start import (
     WARM_START_MARKER,
     WARM_START_RUN_DIR,
     WARM_START_RUN_SETTINGS,
+    checkpoint_dir,
+    resume_point,
     warm_start,
 )
 
@@ -65,7 +67,9 @@ def uninterrupted_run(model: str, out) -> dict:
     return weights(out)
 
 
-def stopped_after_first_checkpoint(model: str, out, monkeypatch, script_args=None) -> SimpleNamespace:
+def stopped_after_first_checkpoint(
+    model: str, out, monkeypatch, script_args=None, checkpoint_steps=()
+) -> SimpleNamespace:
     """Run a warm start into ``out`` that dies right after writing its first checkpoint; its training args."""
     training_args = SimpleNamespace(output_dir=str(out), seed=0, use_cpu=True)
     save = SFTTrainer._save_checkpoint
@@ -77,7 +81,7 @@ def stopped_after_first_checkpoint(model: str, out, monkeypatch, script_args=Non
     with monkeypatch.context() as patch:
         patch.setattr(SFTTrainer, "_save_checkpoint", save_then_die)
         with pytest.raises(Killed):
-            warm_start(model, script_args or settings(), training_args)
+            warm_start(model, script_args or settings(), training_args, checkpoint_steps)
     return training_args
 
 
@@ -125,3 +129,30 @@ def test_a_damaged_newest_checkpoint_is_skipped(tiny, tmp_path, monkeypatch):
 
     warm_start(tiny, settings(), training_args)
     assert json.loads((tmp_path / "warm-start" / WARM_START_MARKER).read_text())["resumed_from"] is None
+
+
+def test_a_resumed_run_keeps_the_step_saves_it_made_before_its_checkpoint(tiny, tmp_path, monkeypatch):
+    """The SFT curve's step saves of a stopped run survive the curve's clearing and the resume: the run
+    that resumes from checkpoint-2 saved step 1 before it and cannot save it again."""
+    from benchmarks.learning.sft_curve import clear_for_training
+
+    training_args = stopped_after_first_checkpoint(tiny, tmp_path, monkeypatch, checkpoint_steps=[1, STEPS])
+    assert resume_point(tiny, settings(), training_args) == 2
+    assert resume_point(tiny, settings(sft_learning_rate=1e-3), training_args) == 0  # other settings: afresh
+
+    clear_for_training(tiny, settings(), training_args, [1, STEPS])
+    assert checkpoint_dir(training_args, 1).is_dir()
+    warm_start(tiny, settings(), training_args, checkpoint_steps=[1, STEPS])
+    assert checkpoint_dir(training_args, 1).is_dir() and checkpoint_dir(training_args, STEPS).is_dir()
+    assert json.loads((checkpoint_dir(training_args, 1) / WARM_START_MARKER).read_text())["steps"] == 1
+
+
+def test_a_resume_past_a_lost_step_save_stops_before_training(tiny, tmp_path, monkeypatch):
+    training_args = stopped_after_first_checkpoint(tiny, tmp_path, monkeypatch, checkpoint_steps=[1, STEPS])
+    shutil.rmtree(checkpoint_dir(training_args, 1))
+
+    with pytest.raises(FileNotFoundError, match=r"past step\(s\) \[1\].*Ask only for steps after 2"):
+        warm_start(tiny, settings(), training_args, checkpoint_steps=[1, STEPS])
+    assert (tmp_path / WARM_START_RUN_DIR / "checkpoint-2").is_dir()  # nothing lost: the run can go on
+    warm_start(tiny, settings(), training_args, checkpoint_steps=[STEPS])  # the later steps only
+    assert checkpoint_dir(training_args, STEPS).is_dir()
