@@ -141,16 +141,24 @@ def same_warm_start(
     return all(done.get(key, _MARKER_DEFAULTS.get(key, value)) == value for key, value in asked.items())
 
 
+def _trained_with(run_dir: Path, asked: dict) -> bool:
+    """Whether the checkpoints in ``run_dir`` were trained with ``asked`` (its ``warm_start_run.json``)."""
+    try:
+        return json.loads((run_dir / WARM_START_RUN_SETTINGS).read_text()) == asked
+    except (OSError, ValueError):
+        return False
+
+
+def _checkpoint_step(checkpoint: str) -> int:
+    """N of a ``checkpoint-N`` path."""
+    return int(CHECKPOINT_NAME.match(Path(checkpoint).name).group(1))
+
+
 def _resumable_checkpoint(run_dir: Path, asked: dict) -> str | None:
     """The newest complete checkpoint of a stopped warm start trained with ``asked`` (its
     ``warm_start_run.json``), or None: no checkpoint, or one of other settings, which is removed (the
     Trainer's rotation keeps the highest-numbered, so a stale one would outlive the run's own)."""
-    settings = run_dir / WARM_START_RUN_SETTINGS
-    try:
-        same = json.loads(settings.read_text()) == asked
-    except (OSError, ValueError):
-        same = False
-    if same:
+    if _trained_with(run_dir, asked):
         checkpoint, damaged = newest_complete_checkpoint(run_dir)
         for path, problem in damaged:
             logger.warning("skipping the incomplete SFT checkpoint %s (%s)", path, problem)
@@ -171,19 +179,16 @@ def resume_point(model_name_or_path: str, script_args: FleetScriptArguments, tra
     if not script_args.sft_save_steps:
         return 0
     run_dir = Path(training_args.output_dir) / WARM_START_RUN_DIR
-    asked = _asked(script_args, training_args.seed, model_name_or_path)
-    try:
-        same = json.loads((run_dir / WARM_START_RUN_SETTINGS).read_text()) == asked
-    except (OSError, ValueError):
+    if not _trained_with(run_dir, _asked(script_args, training_args.seed, model_name_or_path)):
         return 0
-    checkpoint, _ = newest_complete_checkpoint(run_dir) if same else (None, [])
-    return int(CHECKPOINT_NAME.match(Path(checkpoint).name).group(1)) if checkpoint else 0
+    checkpoint, _ = newest_complete_checkpoint(run_dir)
+    return _checkpoint_step(checkpoint) if checkpoint else 0
 
 
 def _check_saves_before(resume: str, checkpoint_steps: Sequence[int], training_args) -> None:
     """Raise before training when the run resumes from ``resume`` past a step of ``checkpoint_steps`` whose
     save (``checkpoint_dir``) is gone: resuming cannot save it again."""
-    resumed_step = int(CHECKPOINT_NAME.match(Path(resume).name).group(1))
+    resumed_step = _checkpoint_step(resume)
     lost = [step for step in checkpoint_steps if step <= resumed_step]
     lost = [step for step in lost if not checkpoint_dir(training_args, step).is_dir()]
     if lost:
