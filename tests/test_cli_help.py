@@ -17,6 +17,7 @@ TAKES_FLAGS = (  # run as python -m MODULE (a top-level script by its module nam
     "benchmarks.kernel.calibration",
     "benchmarks.kernel.speed",
     "benchmarks.learning",
+    "benchmarks.learning.by_tier",
     "benchmarks.learning.fault_causes",
     "benchmarks.learning.list_continuation",
     "benchmarks.learning.sft_curve",
