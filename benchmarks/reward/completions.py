@@ -14,7 +14,11 @@ directory: one row per sampled completion with its step, prompt, ``fleet_reward`
 - ``flat_groups``: groups (one prompt's completions at one step) whose completions all scored alike, so
   every advantage was 0 and the group taught nothing, out of all groups;
 - ``degenerate_share_by_step``: the degenerate share over the first and the last ``--window`` steps, to see
-  where training drifted.
+  where training drifted;
+- ``by_jobs``: per number of jobs the prompt asks a plan for (its last line, "Write the plan for all 3
+  jobs ..."; prompts without that line are left out), the completions' count, mean ``fleet_reward``,
+  feasible share and, where the table has it, mean ``percent_of_optimum``: how good the sampled answers to
+  larger scenarios were, to set against the greedy held-out score of the same tier.
 
 Why: a learning benchmark says *whether* the held-out score moved; this says what the reward offered the
 policy while it trained (no signal, or a safe degenerate answer), from the run's own records.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +38,16 @@ from rewards.fleet_reward import FEASIBLE_BASE
 from rewards.ird import IRD_REWARD
 
 REQUIRED_COLUMNS = ("step", "prompt", "fleet_reward", "ird")
+# the user message's last line (fleet_rl/prompts.py, _whole_plan_request)
+JOBS_REQUEST = re.compile(r"Write the plan for (?:all (\d+) jobs|its one job)")
+
+
+def prompt_jobs(prompt: str) -> int | None:
+    """The number of jobs the prompt's last request line asks for, ``None`` without one."""
+    requests = JOBS_REQUEST.findall(prompt)
+    if not requests:
+        return None
+    return int(requests[-1] or 1)
 
 
 def load_completions(run_dir: Path) -> pd.DataFrame:
@@ -71,7 +86,25 @@ def summarize(frame: pd.DataFrame, window_steps: int = 10) -> dict:
             f"steps {first[0]}-{first[-1]}": float(degenerate[frame["step"].isin(first)].mean()),
             f"steps {last[0]}-{last[-1]}": float(degenerate[frame["step"].isin(last)].mean()),
         },
+        "by_jobs": _by_jobs(frame, prompt.map(prompt_jobs), reward),
     }
+
+
+def _by_jobs(frame: pd.DataFrame, jobs: pd.Series, reward: pd.Series) -> dict:
+    """``summarize``'s ``by_jobs`` (the module docstring), keyed by the job count as a string."""
+    groups = {}
+    for count in sorted(jobs.dropna().unique()):
+        picked = jobs == count
+        group = {
+            "completions": int(picked.sum()),
+            "mean_fleet_reward": float(reward[picked].mean()),
+            "feasible_share": float((reward[picked] >= FEASIBLE_BASE).mean()),
+        }
+        if "percent_of_optimum" in frame.columns:
+            percents = frame.loc[picked, "percent_of_optimum"].astype(float)
+            group["mean_percent_of_optimum"] = float(percents.mean())
+        groups[str(int(count))] = group
+    return groups
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,9 @@ import sys
 import pandas as pd
 import pytest
 
-from benchmarks.reward.completions import load_completions, main, summarize
+from benchmarks.reward.completions import load_completions, main, prompt_jobs, summarize
+from fleet_rl.prompts import PROMPT_STYLES, build_messages
+from fleet_rl.scenario_generator import make_scenario
 from rewards.fleet_reward import FEASIBLE_BASE, INCONSISTENT_REWARD
 from rewards.ird import IRD_REWARD
 
@@ -55,6 +57,43 @@ def test_summary_counts_what_the_reward_offered(tmp_path):
     assert summary["below_degenerate"] == {"count": 1, "of": 3}  # the over-allocated plan
     assert summary["flat_groups"] == {"count": 2, "of": 4}  # (1, a) and (3, b)
     assert summary["degenerate_share_by_step"] == {"steps 1-1": 0.5, "steps 3-3": 1.0}
+    assert summary["by_jobs"] == {}  # prompts without the request line are left out of it
+
+
+@pytest.mark.parametrize("style", PROMPT_STYLES)
+def test_the_job_count_is_read_from_every_prompt_styles_request_line(style):
+    for task, seed in (("easy", 0), ("medium", 0), ("medium", 1)):
+        scenario = make_scenario(task, seed)
+        logged = str(build_messages(scenario, style=style))  # as the summary reads a logged chat prompt
+        assert prompt_jobs(logged) == len(scenario.jobs)
+    assert prompt_jobs("no request here") is None
+
+
+def test_completions_are_summarised_by_the_job_count_their_prompt_asks_for(tmp_path):
+    one, three = (
+        str(build_messages(make_scenario(task, seed))) for task, seed in (("easy", 0), ("medium", 1))
+    )
+    rows = [
+        {**_row(1, one, FEASIBLE_BASE + 0.5), "percent_of_optimum": 70.0},
+        {**_row(1, one, 0.1), "percent_of_optimum": 0.0},
+        {**_row(2, three, FEASIBLE_BASE), "percent_of_optimum": 10.0},
+        {**_row(2, "no request line", 0.2), "percent_of_optimum": 0.0},
+    ]
+    _write_run(tmp_path, rows)
+    by_jobs = summarize(load_completions(tmp_path))["by_jobs"]
+    assert set(by_jobs) == {"1", "3"}
+    assert by_jobs["1"] == pytest.approx(
+        {"completions": 2, "mean_fleet_reward": (FEASIBLE_BASE + 0.6) / 2, "feasible_share": 0.5,
+         "mean_percent_of_optimum": 35.0}
+    )  # fmt: skip
+    assert by_jobs["3"] == pytest.approx(
+        {
+            "completions": 1,
+            "mean_fleet_reward": FEASIBLE_BASE,
+            "feasible_share": 1.0,
+            "mean_percent_of_optimum": 10.0,
+        }
+    )
 
 
 def test_the_command_prints_json_per_run(tmp_path, capsys):
